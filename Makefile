@@ -1,0 +1,41 @@
+# Two entry points (README.md): `make synth` and `make test`. Both set everything up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := true
+
+.PHONY: setup synth test lint typecheck unit docs clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+## Synthesize the example app (app.py) offline into cdk.out with the pinned CDK CLI.
+synth: setup
+	npx --no-install cdk synth --quiet --no-notices --output cdk.out
+
+## The whole suite: lint, type check, generated docs up to date, tests (cfn-lint runs inside them).
+test: setup lint typecheck
+	$(PY) scripts/generate_rule_docs.py --check
+	$(PY) -m pytest -q
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck:
+	$(VENV)/bin/mypy
+
+docs: setup
+	$(PY) scripts/generate_rule_docs.py
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Example app: the reference deployment of DOMAIN.md s1, synthesized offline by `make synth`.
+
+No AWS account is needed: the stacks name only a region (or none, for the environment-agnostic one).
+"""
+
+from __future__ import annotations
+
+import os
+
+import aws_cdk as cdk
+
+from speculative_infra import SpeculativeVllmEndpoint
+
+QWEN3_32B_ENGINE = {
+    "max_model_len": 4096,
+    "enable_prefix_caching": True,
+    "enable_chunked_prefill": True,
+    "max_num_seqs": 64,
+    "gpu_memory_utilization": 0.9,
+    "dtype": "bfloat16",
+    "tensor_parallel_size": 1,
+}
+QWEN3_32B_EAGLE3 = {
+    "method": "eagle3",
+    "model": "RedHatAI/Qwen3-32B-speculator.eagle3",
+    "num_speculative_tokens": 4,
+}
+
+
+def build_app(outdir: str | None = None) -> cdk.App:
+    app = cdk.App(outdir=outdir)
+
+    # The reference: Qwen3-32B on one RTX PRO 6000 (g7e.2xlarge), vLLM 0.15.1, EAGLE3 with 4 tokens.
+    reference = cdk.Stack(app, "SpeculativeVllmReference", env=cdk.Environment(region="us-west-2"))
+    SpeculativeVllmEndpoint(
+        reference,
+        "Qwen3Eagle3",
+        model_id="Qwen/Qwen3-32B",
+        instance_type="ml.g7e.2xlarge",
+        vllm_version="0.15.1",
+        engine=QWEN3_32B_ENGINE,
+        speculative=QWEN3_32B_EAGLE3,
+        scaling={"min_capacity": 1, "max_capacity": 4},
+    )
+    # The same model without speculation: the baseline of the benchmark.
+    SpeculativeVllmEndpoint(
+        reference,
+        "Qwen3Baseline",
+        model_id="Qwen/Qwen3-32B",
+        instance_type="ml.g7e.2xlarge",
+        vllm_version="0.15.1",
+        engine=QWEN3_32B_ENGINE,
+    )
+
+    # An environment-agnostic stack: the DLC account comes from a region mapping at deploy time.
+    agnostic = cdk.Stack(app, "SpeculativeVllmAnyRegion")
+    SpeculativeVllmEndpoint(
+        agnostic,
+        "Qwen3Small",
+        model_id="Qwen/Qwen3-8B",
+        instance_type="ml.g6e.xlarge",
+        vllm_version="0.17.1",
+        engine={"max_model_len": 8192, "max_num_seqs": 32},
+        speculative={"model": "RedHatAI/Qwen3-8B-speculator.eagle3", "num_speculative_tokens": 3},
+    )
+    return app
+
+
+if __name__ == "__main__":
+    # `cdk synth` passes the output folder in CDK_OUTDIR; `python app.py` alone writes to cdk.out.
+    build_app(outdir=os.environ.get("CDK_OUTDIR", "cdk.out")).synth()

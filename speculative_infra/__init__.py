@@ -1,0 +1,55 @@
+"""speculative-infra: CDK constructs for LLMs on SageMaker with speculative decoding, checked at synth time.
+
+Public names are loaded on first use, so `import speculative_infra` parses no catalog and does not
+import aws-cdk-lib until a construct is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from speculative_infra._version import __version__
+
+if TYPE_CHECKING:
+    from speculative_infra.check import CheckResult, check
+    from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
+    from speculative_infra.errors import CompatibilityError
+    from speculative_infra.rules import Finding, Severity
+    from speculative_infra.spec import (
+        DeploymentSpec,
+        EngineArgs,
+        ScalingOptions,
+        ScheduledCapacity,
+        SpecError,
+        SpeculativeConfig,
+        load_spec,
+    )
+
+_EXPORTS = {
+    "CheckResult": "speculative_infra.check",
+    "check": "speculative_infra.check",
+    "CompatibilityError": "speculative_infra.errors",
+    "DeploymentGuardrails": "speculative_infra.constructs.vllm_endpoint",
+    "DeploymentSpec": "speculative_infra.spec",
+    "EngineArgs": "speculative_infra.spec",
+    "Finding": "speculative_infra.rules",
+    "ScalingOptions": "speculative_infra.spec",
+    "ScheduledCapacity": "speculative_infra.spec",
+    "Severity": "speculative_infra.rules",
+    "SpecError": "speculative_infra.spec",
+    "SpeculativeConfig": "speculative_infra.spec",
+    "SpeculativeVllmEndpoint": "speculative_infra.constructs.vllm_endpoint",
+    "load_spec": "speculative_infra.spec",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'speculative_infra' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,240 @@
+"""Load and index the catalog data files shipped inside the package.
+
+Data is read through importlib.resources so it works the same from a checkout and from an installed
+wheel. Loading is lazy and cached: importing the package parses nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from speculative_infra.catalog.models import (
+    Ami,
+    ContainerImage,
+    CudaFacts,
+    DlcAccounts,
+    Draft,
+    Gpu,
+    InferenceComponentRegions,
+    InstanceFamily,
+    InstanceType,
+    LmiRepository,
+    ModelFacts,
+    Observation,
+    RecommendedAmis,
+    Price,
+    PriceList,
+    VllmDlcRepository,
+    VllmFacts,
+    version_tuple,
+)
+
+
+class CatalogError(Exception):
+    """A catalog data file is missing or does not match its schema."""
+
+
+def _read_yaml(name: str) -> Any:
+    path = resources.files("speculative_infra.catalog") / "data" / name
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise CatalogError(f"cannot read catalog file {name}: {err}") from err
+
+
+def _parse(adapter_type: Any, data: Any, name: str) -> Any:
+    try:
+        return TypeAdapter(adapter_type).validate_python(data)
+    except ValueError as err:
+        raise CatalogError(f"catalog file {name} does not match its schema: {err}") from err
+
+
+class Catalog(BaseModel):
+    """Every fact the rules and constructs use, indexed for lookup."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpus: dict[str, Gpu]
+    families: dict[str, InstanceFamily]
+    price_lists: list[PriceList]
+    amis: dict[str, Ami]
+    recommended_amis: RecommendedAmis
+    cuda: CudaFacts
+    vllm_dlc: VllmDlcRepository
+    lmi: LmiRepository
+    observations: list[Observation]
+    dlc_accounts: DlcAccounts
+    inference_components: InferenceComponentRegions
+    models: dict[str, ModelFacts]
+    drafts: dict[str, Draft]
+    vllm: VllmFacts
+
+    # --- instances ---------------------------------------------------------------------------
+
+    def instance_type(self, name: str) -> InstanceType | None:
+        """'ml.g5.12xlarge' -> the joined facts, or None when the catalog does not know it."""
+        parts = name.split(".")
+        if len(parts) != 3 or parts[0] != "ml":
+            return None
+        family = self.families.get(parts[1])
+        if family is None or parts[2] not in family.sizes:
+            return None
+        size = family.sizes[parts[2]]
+        return InstanceType(
+            name=name,
+            family=parts[1],
+            size=parts[2],
+            gpu_name=family.gpu,
+            gpu=self.gpus[family.gpu],
+            gpu_count=size.gpus,
+            vcpus=size.vcpus,
+            memory_gib=size.memory_gib,
+            default_host=family.default_host,
+            source=family.source,
+            confidence=family.confidence,
+        )
+
+    def instance_type_names(self) -> list[str]:
+        return [f"ml.{fam}.{size}" for fam, family in self.families.items() for size in family.sizes]
+
+    def price(self, instance_type: str, region: str | None = None) -> Price | None:
+        """On-demand price; the region's list if we have one, else the first list that has it."""
+        lists = sorted(self.price_lists, key=lambda p: p.region != region)
+        for price_list in lists:
+            if instance_type in price_list.usd_per_hour:
+                return Price(
+                    instance_type=instance_type,
+                    usd_per_hour=price_list.usd_per_hour[instance_type],
+                    region=price_list.region,
+                    as_of=price_list.as_of,
+                    source=price_list.source,
+                    confidence=price_list.confidence,
+                )
+        return None
+
+    # --- containers --------------------------------------------------------------------------
+
+    def vllm_dlc_versions(self) -> list[str]:
+        return sorted((r.version for r in self.vllm_dlc.releases), key=version_tuple)
+
+    def lmi_versions(self) -> list[str]:
+        return sorted((r.lmi_version for r in self.lmi.releases), key=int)
+
+    def container(self, framework: str, version: str) -> ContainerImage | None:
+        if framework == "vllm":
+            for rel in self.vllm_dlc.releases:
+                if rel.version == version:
+                    return ContainerImage(
+                        framework="vllm",
+                        version=rel.version,
+                        vllm_version=rel.version,
+                        cuda=rel.cuda,
+                        repository=self.vllm_dlc.repository,
+                        tag=self.vllm_dlc.tag_pattern.format(
+                            version=rel.version, cuda_nodot=rel.cuda.replace(".", "")
+                        ),
+                        forward_compat=rel.forward_compat,
+                        boolean_env=rel.boolean_env,
+                        requires_model_env=rel.requires_model_env,
+                        source=self.vllm_dlc.source,
+                        confidence=self.vllm_dlc.confidence,
+                    )
+        elif framework == "lmi":
+            wanted = version.lower().removeprefix("v").removesuffix(".0.0")
+            for lmi in self.lmi.releases:
+                if lmi.lmi_version == wanted:
+                    return ContainerImage(
+                        framework="lmi",
+                        version=lmi.lmi_version,
+                        vllm_version=lmi.vllm_version,
+                        cuda=lmi.cuda,
+                        repository=self.lmi.repository,
+                        tag=self.lmi.tag_pattern.format(
+                            lmi_version=lmi.lmi_version, cuda_nodot=lmi.cuda.replace(".", "")
+                        ),
+                        forward_compat=lmi.forward_compat,
+                        source=self.lmi.source,
+                        confidence=self.lmi.confidence,
+                    )
+        return None
+
+    def observation(self, framework: str, version: str, family: str) -> Observation | None:
+        for obs in self.observations:
+            if (obs.framework, obs.version, obs.family) == (framework, version, family):
+                return obs
+        return None
+
+    # --- regions -----------------------------------------------------------------------------
+
+    def dlc_account(self, region: str) -> str | None:
+        return self.dlc_accounts.accounts.get(region)
+
+    def offers_inference_components(self, region: str) -> bool:
+        return region not in self.inference_components.unavailable_regions
+
+    # --- models ------------------------------------------------------------------------------
+
+    def model(self, model_id: str) -> ModelFacts | None:
+        return self.models.get(model_id)
+
+    def draft(self, model_id: str) -> Draft | None:
+        return self.drafts.get(model_id)
+
+
+@functools.lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    """Parse and validate every catalog data file once per process."""
+    containers = _read_yaml("containers.yaml")
+    regions = _read_yaml("regions.yaml")
+    cuda = _read_yaml("cuda.yaml")
+    amis = _read_yaml("amis.yaml")
+    data = {
+        "gpus": _read_yaml("gpus.yaml")["gpus"],
+        "families": _read_yaml("instances.yaml")["families"],
+        "price_lists": _read_yaml("prices.yaml")["price_lists"],
+        "amis": amis["amis"],
+        "recommended_amis": amis["recommended_by_cuda"],
+        "cuda": cuda,
+        "vllm_dlc": containers["vllm_dlc"],
+        "lmi": containers["lmi"],
+        "observations": containers["observations"],
+        "dlc_accounts": regions["dlc_accounts"],
+        "inference_components": regions["inference_components"],
+        "models": _read_yaml("models.yaml")["models"],
+        "drafts": _read_yaml("drafts.yaml")["drafts"],
+        "vllm": _read_yaml("vllm.yaml"),
+    }
+    catalog: Catalog = _parse(Catalog, data, "catalog")
+    _check_references(catalog)
+    return catalog
+
+
+def _check_references(catalog: Catalog) -> None:
+    """Cross-file consistency: every family names a known GPU, every draft a known target."""
+    problems = [
+        f"instance family {name!r} names unknown GPU {fam.gpu!r}"
+        for name, fam in catalog.families.items()
+        if fam.gpu not in catalog.gpus
+    ]
+    problems += [
+        f"draft {name!r} names unknown target model {draft.target!r}"
+        for name, draft in catalog.drafts.items()
+        if draft.target not in catalog.models
+    ]
+    problems += [
+        f"recommended host image {ami!r} for CUDA {cuda} is not in amis.yaml"
+        for cuda, ami in catalog.recommended_amis.amis.items()
+        if ami not in catalog.amis
+    ]
+    problems += [
+        f"compute capability {gpu.compute_capability} of {name} has no minimum CUDA in cuda.yaml"
+        for name, gpu in catalog.gpus.items()
+        if gpu.compute_capability not in catalog.cuda.min_cuda_by_compute_capability
+    ]
+    if problems:
+        raise CatalogError("catalog is inconsistent: " + "; ".join(problems))

@@ -1,0 +1,248 @@
+"""Schema of the catalog data files.
+
+Every fact carries where it comes from (`source`) and how sure we are of it (`confidence`). The models
+are frozen and forbid unknown keys, so a typo in a data file fails loudly when the catalog loads.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Confidence = Literal["verified", "reported", "unverified"]
+
+
+class Fact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Sourced(Fact):
+    source: str
+    confidence: Confidence
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """'12.9' -> (12, 9); '0.15.1' -> (0, 15, 1). Comparisons of dotted versions go through this."""
+    return tuple(int(part) for part in version.split("."))
+
+
+# --- GPUs and instances -------------------------------------------------------------------------
+
+
+class Gpu(Sourced):
+    architecture: str
+    compute_capability: str
+    memory_gb: float
+    usable_memory_mib: int | None = None
+    bf16: bool
+    memory_bandwidth_gbps: float
+    cuda_forward_compatible: bool
+
+    @property
+    def memory_mib(self) -> int:
+        """Memory vLLM can budget: the observed total where known, else the nominal figure."""
+        if self.usable_memory_mib is not None:
+            return self.usable_memory_mib
+        return int(self.memory_gb * 1e9 / 2**20)
+
+
+class HostDriver(Sourced):
+    driver: int
+    cuda: str
+
+
+class InstanceSize(Fact):
+    gpus: int = Field(ge=1)
+    vcpus: int | None = None
+    memory_gib: float | None = None
+
+
+class InstanceFamily(Sourced):
+    gpu: str
+    sizes: dict[str, InstanceSize]
+    default_host: HostDriver | None = None
+
+
+class InstanceType(Fact):
+    """One size of a family, joined with its GPU: what the rules work with."""
+
+    name: str
+    family: str
+    size: str
+    gpu_name: str
+    gpu: Gpu
+    gpu_count: int
+    vcpus: int | None
+    memory_gib: float | None
+    default_host: HostDriver | None
+    source: str
+    confidence: Confidence
+
+    @property
+    def total_gpu_memory_mib(self) -> int:
+        return self.gpu.memory_mib * self.gpu_count
+
+
+class PriceList(Sourced):
+    region: str
+    as_of: str
+    usd_per_hour: dict[str, float]
+
+
+class Price(Fact):
+    instance_type: str
+    usd_per_hour: float
+    region: str
+    as_of: str
+    source: str
+    confidence: Confidence
+
+
+# --- host images, CUDA ---------------------------------------------------------------------------
+
+
+class Ami(Sourced):
+    driver: int
+    cuda: str
+    cuda_compat_mounting: bool
+
+
+class RecommendedAmis(Sourced):
+    amis: dict[str, str]
+
+
+class CudaFacts(Sourced):
+    min_cuda_by_compute_capability: dict[str, str]
+    max_cuda_by_compute_capability: dict[str, str]
+    min_driver_by_cuda: dict[str, int]
+    minor_version_compat_min_driver: dict[str, int]
+    flashinfer_min_cuda_by_major_compute_capability: dict[str, str]
+
+    def minor_compat_driver(self, cuda: str) -> int | None:
+        """Oldest driver on which a CUDA runtime of this major version runs (minor-version compat)."""
+        return self.minor_version_compat_min_driver.get(cuda.split(".")[0])
+
+    def min_driver(self, cuda: str) -> int | None:
+        """Driver floor for a CUDA version: the entry for the highest listed version <= cuda."""
+        best: tuple[tuple[int, ...], int] | None = None
+        for listed, driver in self.min_driver_by_cuda.items():
+            if version_tuple(listed) <= version_tuple(cuda) and (best is None or version_tuple(listed) > best[0]):
+                best = (version_tuple(listed), driver)
+        return None if best is None else best[1]
+
+
+# --- containers ----------------------------------------------------------------------------------
+
+
+class ForwardCompat(Sourced):
+    enabled: bool
+    min_host_driver: int | None = None
+
+
+class VllmDlcRelease(Fact):
+    version: str
+    cuda: str
+    boolean_env: Literal["empty", "true_false"]
+    requires_model_env: bool
+    forward_compat: ForwardCompat
+
+
+class VllmDlcRepository(Sourced):
+    repository: str
+    tag_pattern: str
+    releases: list[VllmDlcRelease]
+
+
+class LmiRelease(Fact):
+    lmi_version: str
+    vllm_version: str
+    cuda: str
+    forward_compat: ForwardCompat
+
+
+class LmiRepository(Sourced):
+    repository: str
+    tag_pattern: str
+    releases: list[LmiRelease]
+
+
+class Observation(Sourced):
+    framework: Literal["vllm", "lmi"]
+    version: str
+    family: str
+    outcome: Literal["works", "fails"]
+
+
+class ContainerImage(Fact):
+    """A concrete image the rules and constructs use (either framework)."""
+
+    framework: Literal["vllm", "lmi"]
+    version: str  # the container's own version: vLLM version for the DLC, LMI major for LMI
+    vllm_version: str
+    cuda: str
+    repository: str
+    tag: str
+    forward_compat: ForwardCompat
+    boolean_env: Literal["empty", "true_false"] | None = None
+    requires_model_env: bool = False
+    source: str
+    confidence: Confidence
+
+    @property
+    def label(self) -> str:
+        if self.framework == "vllm":
+            return f"vLLM DLC {self.version} (CUDA {self.cuda})"
+        return f"DJL LMI v{self.version} (vLLM {self.vllm_version}, CUDA {self.cuda})"
+
+
+# --- regions -------------------------------------------------------------------------------------
+
+
+class DlcAccounts(Sourced):
+    accounts: dict[str, str]
+
+
+class InferenceComponentRegions(Sourced):
+    unavailable_regions: list[str]
+
+
+# --- models and drafts ---------------------------------------------------------------------------
+
+
+class ModelFacts(Fact):
+    """A target model's architecture facts. Catalog entries carry a source; user-described ones say so."""
+
+    architecture: str
+    model_type: str
+    parameters_billion: float = Field(gt=0)
+    num_hidden_layers: int = Field(ge=1)
+    num_attention_heads: int = Field(ge=1)
+    num_key_value_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    max_position_embeddings: int = Field(ge=1)
+    dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    weights_gb: float | None = Field(default=None, gt=0)
+    source: str = "described in the deployment spec"
+    confidence: Confidence = "unverified"
+
+
+class Draft(Sourced):
+    method: str
+    target: str
+    size_gb: float | None = None
+    parallel_drafting: bool = False
+
+
+class ValueFact(Sourced):
+    value: str
+
+
+class SupportFact(Sourced):
+    supported: bool
+
+
+class VllmFacts(Fact):
+    min_compute_capability: ValueFact
+    lora_with_speculative: SupportFact

@@ -1,0 +1,103 @@
+"""The SageMaker execution role: pull the image, write logs and metrics, read the model, use the key."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Aws, aws_iam as iam, aws_kms as kms
+from constructs import Construct
+
+from speculative_infra.s3_uri import S3Location
+
+
+def create_execution_role(
+    scope: Construct,
+    construct_id: str,
+    *,
+    image_repository_arns: Sequence[str],
+    model_data: Sequence[S3Location] = (),
+    kms_key: kms.IKey | None = None,
+    in_vpc: bool = False,
+) -> iam.Role:
+    role = iam.Role(
+        scope,
+        construct_id,
+        assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+        description="SageMaker execution role created by speculative-infra",
+    )
+    add_execution_permissions(
+        role, image_repository_arns=image_repository_arns, model_data=model_data, kms_key=kms_key, in_vpc=in_vpc
+    )
+    return role
+
+
+def add_execution_permissions(
+    role: iam.IRole,
+    *,
+    image_repository_arns: Sequence[str],
+    model_data: Sequence[S3Location] = (),
+    kms_key: kms.IKey | None = None,
+    in_vpc: bool = False,
+) -> None:
+    """Grant exactly what a SageMaker model container needs. Wildcards only where AWS allows no resource."""
+    statements = [
+        iam.PolicyStatement(
+            sid="PullContainerImage",
+            actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            resources=list(image_repository_arns),
+        ),
+        # GetAuthorizationToken and PutMetricData accept no resource ARN.
+        iam.PolicyStatement(sid="EcrAuthorization", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+        iam.PolicyStatement(
+            sid="PublishEndpointMetrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+        ),
+        iam.PolicyStatement(
+            sid="WriteEndpointLogs",
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            resources=[
+                f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/Endpoints/*",
+                f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/InferenceComponents/*",
+            ],
+        ),
+    ]
+    for location in model_data:
+        statements.append(
+            iam.PolicyStatement(
+                sid=None,
+                actions=["s3:GetObject"],
+                resources=[location.object_arn_pattern()],
+            )
+        )
+        statements.append(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[location.bucket_arn()],
+                conditions={"StringLike": {"s3:prefix": [location.key_prefix_pattern()]}},
+            )
+        )
+    if in_vpc:
+        # SageMaker creates ENIs in the user's subnets; these EC2 actions accept no resource scoping.
+        statements.append(
+            iam.PolicyStatement(
+                sid="AttachToVpc",
+                actions=[
+                    "ec2:CreateNetworkInterface",
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeVpcs",
+                ],
+                resources=["*"],
+            )
+        )
+    for statement in statements:
+        role.add_to_principal_policy(statement)
+    if kms_key is not None:
+        kms_key.grant(role, "kms:CreateGrant", "kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey*")

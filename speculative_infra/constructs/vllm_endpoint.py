@@ -1,0 +1,420 @@
+"""SpeculativeVllmEndpoint: a SageMaker real-time endpoint on the vLLM DLC with speculative decoding."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from aws_cdk import Duration, Tags, Token, aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import aws_kms as kms, aws_sagemaker as sagemaker
+from constructs import Construct
+from pydantic import BaseModel
+
+from speculative_infra.check import CheckResult
+from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
+from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
+from speculative_infra.constructs.metrics import EndpointMetrics
+from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
+from speculative_infra.constructs.validation import validate_deployment
+from speculative_infra.render import render_environment
+from speculative_infra.resolve import AUTO_AMI, ResolvedDeployment
+from speculative_infra.s3_uri import S3Location, parse_s3_uri
+from speculative_infra.sizing import DTYPE_BYTES, weights_mib
+from speculative_infra.spec import (
+    DeploymentSpec,
+    EngineArgs,
+    ScalingOptions,
+    SpecError,
+    SpeculativeConfig,
+    load_spec,
+    parse_spec,
+)
+
+VARIANT_NAME = "AllTraffic"
+MODEL_MOUNT_PATH = "/opt/ml/model"
+_TIMEOUT_RANGE = (60, 3600)
+
+
+@dataclass(frozen=True)
+class DeploymentGuardrails:
+    """How endpoint updates roll out, and the alarms that roll them back.
+
+    :param strategy: "blue_green" (default) or "rolling".
+    :param alarms: CloudWatch alarms that trigger auto-rollback. Default: none.
+    :param wait_interval_seconds: bake time before the switch (0-3600). Default: 300.
+    :param termination_wait_seconds: blue/green only, how long the old fleet stays (0-3600). Default: 300.
+    :param rolling_batch_percent: rolling only, share of capacity per batch (5-50). Default: 25.
+    """
+
+    strategy: Literal["blue_green", "rolling"] = "blue_green"
+    alarms: Sequence[cloudwatch.IAlarm] = ()
+    wait_interval_seconds: int = 300
+    termination_wait_seconds: int = 300
+    rolling_batch_percent: int = 25
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.strategy not in ("blue_green", "rolling"):
+            problems.append(f"strategy is {self.strategy!r}; allowed: blue_green, rolling")
+        for name, low, high in (("wait_interval_seconds", 0, 3600), ("termination_wait_seconds", 0, 3600),
+                                ("rolling_batch_percent", 5, 50)):
+            value = getattr(self, name)
+            if not low <= value <= high:
+                problems.append(f"{name} is {value}; allowed: {low} to {high}")
+        if problems:
+            raise ValueError("DeploymentGuardrails: " + "; ".join(problems))
+
+
+def _seconds(value: Duration | None, field: str, default: int) -> int:
+    if value is None:
+        return default
+    seconds = int(value.to_seconds())
+    low, high = _TIMEOUT_RANGE
+    if not low <= seconds <= high:
+        raise ValueError(f"{field}: {seconds} seconds is outside the allowed {low} to {high} seconds")
+    return seconds
+
+
+def default_timeouts(deployment: ResolvedDeployment) -> tuple[int, int]:
+    """(download, startup) seconds sized to the weights: ~20 s and ~15 s per GB, at least 10 minutes."""
+    if deployment.model is None:
+        return 900, 900
+    gb = weights_mib(deployment.model, DTYPE_BYTES.get(str(deployment.engine.get("dtype")), 2)) * 2**20 / 1e9
+    clamp = lambda s: int(min(_TIMEOUT_RANGE[1], max(600, s)))  # noqa: E731
+    return clamp(gb * 20), clamp(gb * 15)
+
+
+class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
+    """A SageMaker real-time endpoint serving one model with vLLM, checked at synth time.
+
+    Construction resolves the deployment against the catalog and runs every compatibility rule:
+    errors raise CompatibilityError (all at once), warnings become CDK annotations.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        instance_type: str,
+        model_id: str | None = None,
+        model_data: str | None = None,
+        model_facts: Mapping[str, Any] | None = None,
+        vllm_version: str | None = None,
+        engine: EngineArgs | Mapping[str, Any] | None = None,
+        speculative: SpeculativeConfig | Mapping[str, Any] | None = None,
+        instance_count: int = 1,
+        inference_ami_version: str | None = AUTO_AMI,
+        scaling: ScalingOptions | Mapping[str, Any] | None = None,
+        role: iam.IRole | None = None,
+        endpoint_name: str | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        kms_key: kms.IKey | None = None,
+        enable_network_isolation: bool = False,
+        volume_size_in_gb: int | None = None,
+        container_startup_health_check_timeout: Duration | None = None,
+        model_data_download_timeout: Duration | None = None,
+        environment: Mapping[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
+        deployment_guardrails: DeploymentGuardrails | None = None,
+        extra_model_data: Sequence[S3Location] = (),
+    ) -> None:
+        """
+        :param instance_type: SageMaker instance type, e.g. ``ml.g7e.2xlarge``.
+        :param model_id: Hugging Face model id; the container downloads it unless ``model_data`` is given.
+        :param model_data: S3 URI of the uncompressed weights (a prefix); mounted at /opt/ml/model.
+            Default: none (the weights come from ``model_id``).
+        :param model_facts: architecture facts for a model the catalog does not know (as the spec's model
+            section). Default: the catalog's.
+        :param vllm_version: vLLM DLC release. Default: the newest in the catalog.
+        :param engine: vLLM engine args (snake_case). Default: chosen by resolve (see `resolved.defaults`).
+        :param speculative: vLLM speculative config. Default: none (no speculative decoding).
+        :param instance_count: initial instance count. Default: 1.
+        :param inference_ami_version: host image; None for SageMaker's default. Default: "auto", the
+            default host if its driver fits the container, else the host image AWS recommends for its CUDA.
+        :param scaling: traffic-aware auto-scaling of the instance count. Default: none.
+        :param role: execution role. Default: a role is created with least privilege.
+        :param endpoint_name: Default: generated by CloudFormation.
+        :param vpc: VPC for the model containers. Default: none (SageMaker's network).
+        :param vpc_subnets: Default: the VPC's private subnets.
+        :param security_groups: Default: one is created when ``vpc`` is given.
+        :param kms_key: key for the ML storage volume. Default: AWS managed encryption.
+        :param enable_network_isolation: no outbound network from the container (needs ``model_data``).
+            Default: false.
+        :param volume_size_in_gb: ML storage volume size. Default: SageMaker's (instances with NVMe
+            storage, such as g5/g6/g6e/g7e, do not accept a volume size).
+        :param container_startup_health_check_timeout: Default: sized to the weights (>= 10 minutes).
+        :param model_data_download_timeout: Default: sized to the weights (>= 10 minutes).
+        :param environment: extra container environment, checked against SageMaker's limits. Default: none.
+        :param tags: tags on every resource. Default: none.
+        :param deployment_guardrails: blue/green or rolling updates with auto-rollback. Default: none.
+        """
+        super().__init__(scope, construct_id)
+        if model_id is None and model_data is None:
+            raise ValueError(f"{self.node.path}: give model_id (a Hugging Face id) or model_data (an S3 URI)")
+        self._model_data = parse_s3_uri(model_data, "model_data") if model_data is not None else None
+        if enable_network_isolation and self._model_data is None:
+            raise ValueError(
+                f"{self.node.path}: enable_network_isolation needs model_data: an isolated container cannot "
+                "download weights from Hugging Face"
+            )
+        spec_data: dict[str, Any] = {
+            "region": stack_region(self),
+            "instance_type": instance_type,
+            "instance_count": instance_count,
+            "container": {"framework": "vllm", "version": vllm_version},
+            "model": {"id": model_id or model_data, **dict(model_facts or {})},
+            "engine": _as_mapping(engine),
+            "speculative": _as_mapping(speculative) if speculative is not None else None,
+            "inference_ami_version": inference_ami_version,
+            "environment": dict(environment or {}),
+            "scaling": _as_mapping(scaling) if scaling is not None else None,
+        }
+        if Token.is_unresolved(instance_type):
+            raise ValueError(f"{self.node.path}: instance_type must be a literal: every check depends on it")
+        try:
+            spec = parse_spec(spec_data, source=self.node.path)
+        except SpecError as err:
+            raise ValueError(str(err)) from None
+        self._build(
+            spec,
+            role=role,
+            endpoint_name=endpoint_name,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            kms_key=kms_key,
+            enable_network_isolation=enable_network_isolation,
+            volume_size_in_gb=volume_size_in_gb,
+            startup_timeout=container_startup_health_check_timeout,
+            download_timeout=model_data_download_timeout,
+            tags=tags,
+            guardrails=deployment_guardrails,
+            extra_model_data=extra_model_data,
+        )
+
+    @classmethod
+    def from_spec(
+        cls, scope: Construct, construct_id: str, spec: DeploymentSpec | Mapping[str, Any] | str | Path, **props: Any
+    ) -> SpeculativeVllmEndpoint:
+        """Build from a DeploymentSpec (model, mapping or YAML path); other props as keyword arguments."""
+        parsed = load_spec(spec) if isinstance(spec, (str, Path)) else parse_spec(spec)
+        if parsed.container.framework != "vllm":
+            raise ValueError(
+                f"{construct_id}: container.framework is {parsed.container.framework!r}; "
+                "SpeculativeVllmEndpoint serves the vLLM DLC (use LmiInferenceComponent for lmi)"
+            )
+        return cls(
+            scope,
+            construct_id,
+            instance_type=parsed.instance_type,
+            model_id=parsed.model.id,
+            model_facts=parsed.model.described_fields() or None,
+            vllm_version=parsed.container.version,
+            engine=parsed.engine,
+            speculative=parsed.speculative,
+            instance_count=parsed.instance_count,
+            inference_ami_version=parsed.inference_ami_version,
+            scaling=parsed.scaling,
+            environment=parsed.environment,
+            **props,
+        )
+
+    # --- construction ----------------------------------------------------------------------------
+
+    def _build(
+        self,
+        spec: DeploymentSpec,
+        *,
+        role: iam.IRole | None,
+        endpoint_name: str | None,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+        kms_key: kms.IKey | None,
+        enable_network_isolation: bool,
+        volume_size_in_gb: int | None,
+        startup_timeout: Duration | None,
+        download_timeout: Duration | None,
+        tags: Mapping[str, str] | None,
+        guardrails: DeploymentGuardrails | None,
+        extra_model_data: Sequence[S3Location],
+    ) -> None:
+        self.check_result: CheckResult = validate_deployment(self, spec)
+        self.resolved: ResolvedDeployment = self.check_result.deployment
+        container = self.resolved.container
+        assert container is not None  # guaranteed by the rules (SI120)
+
+        model_data = [loc for loc in (self._model_data, *extra_model_data) if loc is not None]
+        self.role: iam.IRole
+        if role is None:
+            self.role = create_execution_role(
+                self,
+                "ExecutionRole",
+                image_repository_arns=[repository_arn(self, container)],
+                model_data=model_data,
+                kms_key=kms_key,
+                in_vpc=vpc is not None,
+            )
+        else:
+            self.role = role
+            add_execution_permissions(
+                role,
+                image_repository_arns=[repository_arn(self, container)],
+                model_data=model_data,
+                kms_key=kms_key,
+                in_vpc=vpc is not None,
+            )
+
+        environment = render_environment(
+            self.resolved, model_location=MODEL_MOUNT_PATH if self._model_data is not None else None
+        )
+        self.environment: dict[str, str] = dict(environment or {})
+        vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image_uri(self, container),
+                environment=self.environment,
+                model_data_source=self._model_data_source(),
+            ),
+            enable_network_isolation=enable_network_isolation or None,
+            vpc_config=vpc_config,
+        )
+
+        download_default, startup_default = default_timeouts(self.resolved)
+        host = self.resolved.host
+        self.variant_name = VARIANT_NAME
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EndpointConfig",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=spec.instance_type,
+                    initial_instance_count=spec.instance_count,
+                    inference_ami_version=host.inference_ami_version if host else None,
+                    volume_size_in_gb=volume_size_in_gb,
+                    container_startup_health_check_timeout_in_seconds=_seconds(
+                        startup_timeout, "container_startup_health_check_timeout", startup_default
+                    ),
+                    model_data_download_timeout_in_seconds=_seconds(
+                        download_timeout, "model_data_download_timeout", download_default
+                    ),
+                )
+            ],
+            kms_key_id=kms_key.key_arn if kms_key is not None else None,
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Endpoint",
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            endpoint_name=endpoint_name,
+            deployment_config=_deployment_config(guardrails),
+        )
+        # The container pulls its image with the role's policy: create the endpoint only once it exists.
+        self.endpoint.node.add_dependency(self.role)
+        self.model_name: str = self.model.attr_model_name
+        self.endpoint_config_name: str = self.endpoint_config.attr_endpoint_config_name
+        self.endpoint_name = self.endpoint.attr_endpoint_name
+        self.endpoint_arn: str = self.endpoint.ref
+
+        self.scalable_target = None
+        if spec.scaling is not None:
+            self.scalable_target = add_auto_scaling(
+                Construct(self, "Scaling"),
+                kind="variant",
+                resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT_NAME}",
+                options=spec.scaling,
+                target_value=default_target_value(spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))),
+            )
+        for key, value in (tags or {}).items():
+            Tags.of(self).add(key, value)
+
+    def _model_data_source(self) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
+        if self._model_data is None:
+            return None
+        uri = self._model_data.uri if self._model_data.uri.endswith("/") else self._model_data.uri + "/"
+        return sagemaker.CfnModel.ModelDataSourceProperty(
+            s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"
+            )
+        )
+
+    def _vpc_config(
+        self,
+        vpc: ec2.IVpc | None,
+        subnets: ec2.SubnetSelection | None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None,
+    ) -> sagemaker.CfnModel.VpcConfigProperty | None:
+        if vpc is None:
+            return None
+        groups = list(security_groups or [])
+        if not groups:
+            groups = [ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, description="speculative-infra model containers")]
+        self.security_groups = groups
+        selected = vpc.select_subnets(**({} if subnets is None else _subnet_kwargs(subnets)))
+        return sagemaker.CfnModel.VpcConfigProperty(
+            security_group_ids=[g.security_group_id for g in groups], subnets=selected.subnet_ids
+        )
+
+    # --- public helpers ---------------------------------------------------------------------------
+
+    def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
+        """InvokeEndpoint and InvokeEndpointWithResponseStream on this endpoint only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+            resource_arns=[self.endpoint_arn],
+        )
+
+
+def _as_mapping(value: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_none=True)
+    return dict(value)
+
+
+def _subnet_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:
+    keys = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
+    return {k: getattr(selection, k) for k in keys if getattr(selection, k, None) is not None}
+
+
+def _deployment_config(guardrails: DeploymentGuardrails | None) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
+    if guardrails is None:
+        return None
+    rollback = (
+        sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+            alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=a.alarm_name) for a in guardrails.alarms]
+        )
+        if guardrails.alarms
+        else None
+    )
+    if guardrails.strategy == "rolling":
+        return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+            auto_rollback_configuration=rollback,
+            rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+                maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
+                    type="CAPACITY_PERCENT", value=guardrails.rolling_batch_percent
+                ),
+                wait_interval_in_seconds=guardrails.wait_interval_seconds,
+            ),
+        )
+    return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+        auto_rollback_configuration=rollback,
+        blue_green_update_policy=sagemaker.CfnEndpoint.BlueGreenUpdatePolicyProperty(
+            traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
+                type="ALL_AT_ONCE", wait_interval_in_seconds=guardrails.wait_interval_seconds
+            ),
+            termination_wait_in_seconds=guardrails.termination_wait_seconds,
+        ),
+    )

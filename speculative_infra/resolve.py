@@ -1,0 +1,289 @@
+"""Spec + catalog -> a resolved deployment: every fact the rules need, defaults filled and explained.
+
+Resolution never fails on incompatible input: an unknown instance type or container just leaves the
+corresponding field empty, and the rules report it. That way every problem is found in one pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from speculative_infra.catalog import Catalog, load_catalog
+from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
+from speculative_infra.host_fit import ami_that_fits, driver_fit
+from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
+from speculative_infra.sizing import DTYPE_BYTES, max_tokens_that_fit
+from speculative_infra.spec import DeploymentSpec
+
+AUTO_AMI = "auto"
+
+
+class HostImage(BaseModel):
+    """The host image the endpoint runs on and the NVIDIA driver it brings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inference_ami_version: str | None  # None: SageMaker's default host image for the family
+    driver: int | None  # None: not documented
+    cuda: str | None
+    source: str
+
+
+class ResolvedDeployment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    spec: DeploymentSpec
+    region: str | None
+    instance: InstanceType | None
+    container: ContainerImage | None
+    vllm_release: VllmRelease | None
+    model_id: str
+    model: ModelFacts | None
+    model_origin: Literal["catalog", "spec"] | None
+    draft: Draft | None
+    engine: dict[str, Any]
+    speculative: dict[str, Any] | None
+    host: HostImage | None
+    defaults: list[str]
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return int(self.engine.get("tensor_parallel_size", 1))
+
+    def summary(self) -> dict[str, Any]:
+        """What `check` prints as the resolved deployment (JSON-safe)."""
+        inst = self.instance
+        return {
+            "region": self.region,
+            "instance_type": self.spec.instance_type,
+            "instance_count": self.spec.instance_count,
+            "gpu": None
+            if inst is None
+            else {
+                "model": inst.gpu_name,
+                "count": inst.gpu_count,
+                "compute_capability": inst.gpu.compute_capability,
+                "memory_mib_per_gpu": inst.gpu.memory_mib,
+            },
+            "container": None
+            if self.container is None
+            else {
+                "framework": self.container.framework,
+                "version": self.container.version,
+                "image": f"{self.container.repository}:{self.container.tag}",
+                "vllm_version": self.container.vllm_version,
+                "cuda": self.container.cuda,
+            },
+            "host": None if self.host is None else self.host.model_dump(),
+            "model": {
+                "id": self.model_id,
+                "origin": self.model_origin,
+                **({} if self.model is None else self.model.model_dump(exclude={"source", "confidence"})),
+            },
+            "engine": self.engine,
+            "speculative": self.speculative,
+            "defaults": self.defaults,
+        }
+
+
+def resolve(spec: DeploymentSpec, catalog: Catalog | None = None) -> ResolvedDeployment:
+    cat = catalog or load_catalog()
+    defaults: list[str] = []
+    instance = cat.instance_type(spec.instance_type)
+    container = _resolve_container(spec, cat, defaults)
+    vllm_release = _resolve_vllm_release(container, defaults)
+    model, origin = _resolve_model(spec, cat)
+    speculative = _resolve_speculative(spec, cat, defaults)
+    draft = cat.draft(str(speculative["model"])) if speculative and speculative.get("model") else None
+    engine = _resolve_engine(spec, instance, model, draft, defaults)
+    host = _resolve_host(spec, cat, instance, container, defaults)
+    return ResolvedDeployment(
+        spec=spec,
+        region=spec.region,
+        instance=instance,
+        container=container,
+        vllm_release=vllm_release,
+        model_id=spec.model.id,
+        model=model,
+        model_origin=origin,
+        draft=draft,
+        engine=engine,
+        speculative=speculative,
+        host=host,
+        defaults=defaults,
+    )
+
+
+def _resolve_container(spec: DeploymentSpec, cat: Catalog, defaults: list[str]) -> ContainerImage | None:
+    version = spec.container.version
+    if version is None:
+        versions = cat.vllm_dlc_versions() if spec.container.framework == "vllm" else cat.lmi_versions()
+        version = versions[-1]
+        defaults.append(f"container.version={version} (the newest {spec.container.framework} release in the catalog)")
+    return cat.container(spec.container.framework, version)
+
+
+def _resolve_vllm_release(container: ContainerImage | None, defaults: list[str]) -> VllmRelease | None:
+    """The flag data of the container's vLLM; a same-minor earlier release when that build is not on PyPI."""
+    if container is None:
+        return None
+    wanted = container.vllm_version
+    available = available_vllm_versions()
+    if wanted in available:
+        return load_vllm_release(wanted)
+    same_minor = [
+        v for v in available if version_tuple(v)[:2] == version_tuple(wanted)[:2] and version_tuple(v) < version_tuple(wanted)
+    ]
+    if not same_minor:
+        return None
+    defaults.append(f"vLLM flag data of {same_minor[-1]} used for {wanted} (no {wanted} release was published)")
+    return load_vllm_release(same_minor[-1])
+
+
+def _resolve_model(spec: DeploymentSpec, cat: Catalog) -> tuple[ModelFacts | None, Literal["catalog", "spec"] | None]:
+    known = cat.model(spec.model.id)
+    described = spec.model.described_fields()
+    if known is not None:
+        if not described:
+            return known, "catalog"
+        # The user may correct or extend a catalog entry (e.g. a fine-tune with the same shape).
+        merged = {**known.model_dump(), **described, "source": f"{known.source}, overridden in the spec"}
+        return ModelFacts.model_validate(merged), "spec"
+    try:
+        return ModelFacts.model_validate(described), "spec"
+    except ValueError:
+        return None, None  # the model rule says which facts are missing
+
+
+def _resolve_speculative(spec: DeploymentSpec, cat: Catalog, defaults: list[str]) -> dict[str, Any] | None:
+    if spec.speculative is None:
+        return None
+    config = spec.speculative.given()
+    draft = cat.draft(str(config["model"])) if config.get("model") else None
+    if "method" not in config and draft is not None:
+        defaults.append(f"speculative.method={draft.method} (the catalog's method for {draft.target}'s draft)")
+        config = {"method": draft.method, **config}
+    if draft is not None and draft.parallel_drafting and "parallel_drafting" not in config:
+        defaults.append("speculative.parallel_drafting=true (the draft is a P-EAGLE checkpoint)")
+        config["parallel_drafting"] = True
+    # vLLM's auto-detection from the draft's name is unreliable: method always goes first and explicit.
+    if "method" in config:
+        config = {"method": config["method"], **{k: v for k, v in config.items() if k != "method"}}
+    return config
+
+
+def _default_tensor_parallel(instance: InstanceType, model: ModelFacts | None) -> int:
+    # The largest degree that uses no more GPUs than the instance has and divides the attention heads.
+    for tp in range(instance.gpu_count, 0, -1):
+        if model is None or model.num_attention_heads % tp == 0:
+            return tp
+    return 1
+
+
+def _resolve_engine(
+    spec: DeploymentSpec,
+    instance: InstanceType | None,
+    model: ModelFacts | None,
+    draft: Draft | None,
+    defaults: list[str],
+) -> dict[str, Any]:
+    engine = spec.engine.given()
+    if "tensor_parallel_size" not in engine and instance is not None:
+        tp = _default_tensor_parallel(instance, model)
+        engine["tensor_parallel_size"] = tp
+        defaults.append(f"engine.tensor_parallel_size={tp} (the instance's {instance.gpu_count} GPU(s))")
+    if engine.get("dtype") in (None, "auto") and model is not None:
+        dtype = model.dtype
+        if dtype == "bfloat16" and instance is not None and not instance.gpu.bf16:
+            dtype = "float16"
+            defaults.append(f"engine.dtype=float16 ({instance.gpu_name} has no bfloat16)")
+        else:
+            defaults.append(f"engine.dtype={dtype} (the model's dtype)")
+        engine["dtype"] = dtype
+    if "gpu_memory_utilization" not in engine:
+        engine["gpu_memory_utilization"] = 0.9
+        defaults.append("engine.gpu_memory_utilization=0.9")
+    for flag in ("enable_prefix_caching", "enable_chunked_prefill"):
+        if flag not in engine:
+            engine[flag] = True
+            defaults.append(f"engine.{flag}=true")
+    if "max_num_seqs" not in engine:
+        engine["max_num_seqs"] = 256
+        defaults.append("engine.max_num_seqs=256 (vLLM's default)")
+    if "max_model_len" not in engine and model is not None:
+        engine["max_model_len"] = _default_max_model_len(engine, instance, model, draft, defaults)
+    return engine
+
+
+def _default_max_model_len(
+    engine: dict[str, Any],
+    instance: InstanceType | None,
+    model: ModelFacts,
+    draft: Draft | None,
+    defaults: list[str],
+) -> int:
+    limit = model.max_position_embeddings
+    if instance is None:
+        defaults.append(f"engine.max_model_len={limit} (the model's context)")
+        return limit
+    fits = max_tokens_that_fit(
+        model=model,
+        draft=draft,
+        gpu_memory_mib=instance.gpu.memory_mib,
+        tensor_parallel_size=int(engine.get("tensor_parallel_size", 1)),
+        gpu_memory_utilization=float(engine["gpu_memory_utilization"]),
+        dtype_bytes=DTYPE_BYTES.get(str(engine.get("dtype")), 2),
+    )
+    if fits >= limit or fits < 256:
+        defaults.append(f"engine.max_model_len={limit} (the model's context)")
+        return limit
+    capped = fits // 256 * 256
+    defaults.append(f"engine.max_model_len={capped} (the model's context {limit} capped to what fits in memory)")
+    return capped
+
+
+def _resolve_host(
+    spec: DeploymentSpec,
+    cat: Catalog,
+    instance: InstanceType | None,
+    container: ContainerImage | None,
+    defaults: list[str],
+) -> HostImage | None:
+    ami = spec.inference_ami_version
+    if ami == AUTO_AMI:
+        ami = _pick_ami(cat, instance, container)
+        defaults.append(
+            f"inference_ami_version={ami} (the default host fits the container)"
+            if ami is None
+            else f"inference_ami_version={ami} (the first host image whose driver fits {container.label if container else 'the container'})"
+        )
+    if ami is not None:
+        facts = cat.amis.get(ami)
+        if facts is None:
+            return HostImage(inference_ami_version=ami, driver=None, cuda=None, source="unknown host image")
+        return HostImage(inference_ami_version=ami, driver=facts.driver, cuda=facts.cuda, source=facts.source)
+    if instance is None:
+        return None
+    host = instance.default_host
+    if host is None:
+        return HostImage(
+            inference_ami_version=None, driver=None, cuda=None, source=f"default host of {instance.family}: not documented"
+        )
+    return HostImage(
+        inference_ami_version=None,
+        driver=host.driver,
+        cuda=host.cuda,
+        source=f"default host of {instance.family}: {host.source}",
+    )
+
+
+def _pick_ami(cat: Catalog, instance: InstanceType | None, container: ContainerImage | None) -> str | None:
+    if container is None:
+        return None
+    gpu = instance.gpu if instance is not None else None
+    default = instance.default_host if instance is not None else None
+    if default is not None and driver_fit(cat, container, gpu, default.driver).ok:
+        return None
+    return ami_that_fits(cat, container, gpu)

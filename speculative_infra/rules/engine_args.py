@@ -1,0 +1,70 @@
+"""Engine argument names, checked against the chosen vLLM release's own `vllm serve` flags."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from speculative_infra.catalog.vllm_release import releases_with_dest
+from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.registry import rule
+
+_RESERVED_FIX = {
+    "model": "use model.id (or the construct's model_data)",
+    "speculative_config": "use the speculative section",
+    "port": "leave it out: the container serves on port 8080",
+    "host": "leave it out: the container binds its own address",
+}
+
+
+def _span(versions: list[str]) -> str:
+    return versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+
+
+@rule(
+    code="SI500",
+    name="engine-arg-known",
+    severity=Severity.ERROR,
+    title="Every engine arg is a `vllm serve` flag of the release",
+    rationale="An unknown SM_VLLM_* variable becomes an unknown flag and vLLM exits at start-up; a prefix "
+    "of a real flag is silently taken as that flag.",
+)
+def engine_arg_known(d: ResolvedDeployment) -> Iterator[Violation]:
+    release = d.vllm_release
+    if release is None:
+        return
+    dests = release.dests()
+    for key in d.spec.engine.given():
+        if key in dests or key in RESERVED_ENGINE_KEYS:
+            continue
+        elsewhere = releases_with_dest(key)
+        if elsewhere:
+            message = (
+                f"engine.{key} is not a flag of vLLM {release.vllm_version}; it exists in vLLM {_span(elsewhere)}"
+            )
+            fix = "remove it, or use a container whose vLLM has it"
+        else:
+            close = difflib.get_close_matches(key, sorted(dests), n=3, cutoff=0.75)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            message = f"engine.{key} is not a flag of vLLM {release.vllm_version} (`vllm serve --help`){hint}"
+            fix = f"rename it to {close[0]}" if close else "remove it (see `speculative-infra catalog vllm-flags`)"
+        yield Violation(message=message, fix=fix, field=f"engine.{key}")
+
+
+@rule(
+    code="SI501",
+    name="engine-arg-not-reserved",
+    severity=Severity.ERROR,
+    title="Engine args do not set what the spec or container sets",
+    rationale="model, port, host and speculative_config come from dedicated fields or the container itself.",
+)
+def engine_arg_not_reserved(d: ResolvedDeployment) -> Iterator[Violation]:
+    for key in d.spec.engine.given():
+        if key in RESERVED_ENGINE_KEYS:
+            yield Violation(
+                message=f"engine.{key} cannot be set through engine args",
+                fix=_RESERVED_FIX.get(key, "leave it out"),
+                field=f"engine.{key}",
+            )

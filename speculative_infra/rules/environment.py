@@ -1,0 +1,50 @@
+"""SageMaker's limits on a container's environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from speculative_infra.render import render_environment
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.registry import rule
+
+MAX_ENTRIES = 100
+MAX_ITEM_BYTES = 1024
+MAX_TOTAL_BYTES = 32 * 1024
+
+
+@rule(
+    code="SI510",
+    name="environment-within-limits",
+    severity=Severity.ERROR,
+    title="Container environment within SageMaker's limits",
+    rationale="SageMaker rejects more than 100 variables, a key or value over 1,024 bytes, or 32 KB in total.",
+)
+def environment_within_limits(d: ResolvedDeployment) -> Iterator[Violation]:
+    env = render_environment(d)
+    if env is None:
+        return
+    if len(env) > MAX_ENTRIES:
+        yield Violation(
+            message=f"the container environment has {len(env)} variables; allowed: at most {MAX_ENTRIES}",
+            fix="drop engine args that repeat vLLM's defaults, or extra environment entries",
+            field="environment",
+        )
+    for key, value in env.items():
+        for what, text in (("name", key), ("value", value)):
+            size = len(text.encode())
+            if size > MAX_ITEM_BYTES:
+                yield Violation(
+                    message=f"environment variable {key[:60]}'s {what} is {size} bytes; allowed: at most "
+                    f"{MAX_ITEM_BYTES}",
+                    fix="shorten it (e.g. a smaller speculative config or JSON value)",
+                    field="environment",
+                )
+    total = sum(len(k.encode()) + len(v.encode()) for k, v in env.items())
+    if total > MAX_TOTAL_BYTES:
+        yield Violation(
+            message=f"the container environment totals {total} bytes; allowed: at most {MAX_TOTAL_BYTES}",
+            fix="remove entries",
+            field="environment",
+        )

@@ -1,0 +1,86 @@
+"""Does the container's CUDA build (and vLLM itself) support the instance's GPU generation?"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import version_tuple
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.registry import rule
+
+
+@rule(
+    code="SI200",
+    name="cuda-supports-gpu",
+    severity=Severity.ERROR,
+    title="Container CUDA supports the GPU's compute capability",
+    rationale="A CUDA toolkit older than the GPU generation (or one that dropped it) has no kernels for it.",
+)
+def cuda_supports_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.container is None or d.instance is None:
+        return
+    cat = load_catalog()
+    cc = d.instance.gpu.compute_capability
+    cuda = d.container.cuda
+    minimum = cat.cuda.min_cuda_by_compute_capability.get(cc)
+    maximum = cat.cuda.max_cuda_by_compute_capability.get(cc)
+    where = f"{d.instance.gpu_name} (compute capability {cc}) on {d.instance.name}"
+    if minimum is not None and version_tuple(cuda) < version_tuple(minimum):
+        yield Violation(
+            message=f"{d.container.label} cannot run on {where}: CUDA {cuda} is older than {minimum}, the first "
+            "CUDA that supports it",
+            fix=f"use a container built with CUDA >= {minimum}",
+            field="container.version",
+        )
+    if maximum is not None and version_tuple(cuda) > version_tuple(maximum):
+        yield Violation(
+            message=f"{d.container.label} cannot run on {where}: CUDA {cuda} dropped this GPU generation "
+            f"(last supported: CUDA {maximum})",
+            fix=f"use a container built with CUDA <= {maximum}, or a newer instance family",
+            field="container.version",
+        )
+
+
+@rule(
+    code="SI201",
+    name="flashinfer-cuda-floor",
+    severity=Severity.ERROR,
+    title="FlashInfer's CUDA floor for the GPU generation",
+    rationale="vLLM's default sampling kernels (FlashInfer) refuse compute capability 12.x below CUDA 12.9.",
+)
+def flashinfer_cuda_floor(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.container is None or d.instance is None:
+        return
+    cat = load_catalog()
+    major = d.instance.gpu.compute_capability.split(".")[0]
+    floor = cat.cuda.flashinfer_min_cuda_by_major_compute_capability.get(major)
+    if floor is not None and version_tuple(d.container.cuda) < version_tuple(floor):
+        yield Violation(
+            message=f"{d.container.label} on {d.instance.name} ({d.instance.gpu_name}, compute capability "
+            f"{d.instance.gpu.compute_capability}): FlashInfer needs CUDA >= {floor} on compute capability "
+            f"{major}.x, the image has CUDA {d.container.cuda}",
+            fix=f"use a container built with CUDA >= {floor} (e.g. vLLM DLC 0.11.1 or newer, LMI v21 or newer)",
+            field="container.version",
+        )
+
+
+@rule(
+    code="SI202",
+    name="vllm-min-compute-capability",
+    severity=Severity.ERROR,
+    title="vLLM supports the GPU generation",
+    rationale="vLLM's CUDA builds need compute capability 7.0 or newer.",
+)
+def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.instance is None:
+        return
+    floor = load_catalog().vllm.min_compute_capability.value
+    cc = d.instance.gpu.compute_capability
+    if version_tuple(cc) < version_tuple(floor):
+        yield Violation(
+            message=f"{d.instance.gpu_name} on {d.instance.name} has compute capability {cc}; vLLM needs >= {floor}",
+            fix="choose a newer GPU family (g5, g6, g6e, g7e, p4d, p5 ...)",
+            field="instance_type",
+        )

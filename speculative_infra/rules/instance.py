@@ -1,0 +1,35 @@
+"""Instance type rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.registry import rule
+
+
+@rule(
+    code="SI100",
+    name="instance-type-known",
+    severity=Severity.ERROR,
+    title="Instance type is a known SageMaker GPU instance",
+    rationale="Every other check needs the instance's GPU; an unknown or CPU instance cannot serve vLLM.",
+)
+def instance_type_known(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.instance is not None:
+        return
+    name = d.spec.instance_type
+    cat = load_catalog()
+    family = name.split(".")[1] if name.count(".") == 2 else ""
+    if family in cat.families:
+        sizes = ", ".join(f"ml.{family}.{s}" for s in cat.families[family].sizes)
+        allowed = f"{family} sizes for real-time endpoints: {sizes}"
+    else:
+        allowed = "GPU families: " + ", ".join(sorted(cat.families))
+    yield Violation(
+        message=f"instance_type {name!r} is not a SageMaker GPU instance type this catalog knows; {allowed}",
+        fix="choose one of the listed instance types (`speculative-infra catalog instances`)",
+        field="instance_type",
+    )

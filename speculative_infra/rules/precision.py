@@ -1,0 +1,27 @@
+"""dtype rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.registry import rule
+
+
+@rule(
+    code="SI220",
+    name="bf16-supported",
+    severity=Severity.ERROR,
+    title="bfloat16 only on GPUs that have it",
+    rationale="Turing and Volta GPUs (T4, V100) have no bfloat16; vLLM refuses to start with it.",
+)
+def bf16_supported(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.instance is None or d.instance.gpu.bf16 or d.engine.get("dtype") != "bfloat16":
+        return
+    yield Violation(
+        message=f"dtype bfloat16 on {d.instance.gpu_name} (compute capability {d.instance.gpu.compute_capability}), "
+        "which has no bfloat16 support; allowed: float16, float32",
+        fix="set engine.dtype: float16 (or leave it unset), or choose a GPU with bfloat16 (g5, g6, g6e, g7e, p4d, p5)",
+        field="engine.dtype",
+    )

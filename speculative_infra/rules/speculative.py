@@ -1,0 +1,189 @@
+"""Speculative decoding rules, checked against the chosen vLLM release's own SpeculativeConfig."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from speculative_infra.catalog.vllm_release import available_vllm_versions, load_vllm_release
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.registry import rule
+
+# Methods that draft with a separate checkpoint and need to know how many tokens to propose.
+_DRAFT_MODEL_METHODS = frozenset({"eagle", "eagle3", "draft_model", "medusa", "mlp_speculator", "dflash"})
+
+
+def _first_release_with_field(field: str) -> str | None:
+    for version in available_vllm_versions():
+        if field in load_vllm_release(version).speculative.fields:
+            return version
+    return None
+
+
+@rule(
+    code="SI400",
+    name="speculative-method-known",
+    severity=Severity.ERROR,
+    title="Speculative method is explicit and known to the vLLM release",
+    rationale="vLLM guesses the method from the draft's name when it is missing, and guesses wrong "
+    "(a name containing 'eagle-' is taken as EAGLE-1).",
+)
+def speculative_method_known(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.vllm_release is None:
+        return
+    methods = d.vllm_release.speculative.methods
+    method = d.speculative.get("method")
+    if method is None:
+        yield Violation(
+            message=f"speculative.method is missing and the draft {d.speculative.get('model')!r} is not in the "
+            f"catalog; allowed: {', '.join(methods)}",
+            fix="set speculative.method explicitly (e.g. eagle3)",
+            field="speculative.method",
+        )
+    elif method not in methods:
+        yield Violation(
+            message=f"speculative.method {method!r} is not known to vLLM {d.vllm_release.vllm_version}; "
+            f"allowed: {', '.join(methods)}",
+            fix="use one of the allowed methods, or a vLLM release that has this one",
+            field="speculative.method",
+        )
+
+
+@rule(
+    code="SI401",
+    name="eagle3-target-allowed",
+    severity=Severity.ERROR,
+    title="EAGLE3 target model type is allowed by the vLLM release",
+    rationale="Before 0.17.1 vLLM only accepts EAGLE3 for targets whose model_type matches its allow-list.",
+)
+def eagle3_target_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.vllm_release is None or d.model is None:
+        return
+    allow = d.vllm_release.speculative.eagle3_target_allowlist
+    if d.speculative.get("method") != "eagle3" or allow is None:
+        return
+    if not any(entry in d.model.model_type for entry in allow):
+        later = [v for v in available_vllm_versions() if _eagle3_allows(v, d.model.model_type)]
+        yield Violation(
+            message=f"EAGLE3 on vLLM {d.vllm_release.vllm_version} supports targets whose model_type contains one "
+            f"of: {', '.join(allow)}; {d.model_id} has model_type {d.model.model_type!r}",
+            fix=f"use vLLM {later[0]} or newer, which allows this target" if later
+            else "use another speculative method (no vLLM release in the catalog allows this target)",
+            field="speculative.method",
+        )
+
+
+def _eagle3_allows(version: str, model_type: str) -> bool:
+    allow = load_vllm_release(version).speculative.eagle3_target_allowlist
+    return allow is None or any(entry in model_type for entry in allow)
+
+
+@rule(
+    code="SI402",
+    name="parallel-drafting-supported",
+    severity=Severity.ERROR,
+    title="P-EAGLE (parallel_drafting) needs a vLLM release that has it",
+    rationale="Releases without the field drop or reject it; P-EAGLE checkpoints then run as plain EAGLE3.",
+)
+def parallel_drafting_supported(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.vllm_release is None or not d.speculative.get("parallel_drafting"):
+        return
+    if "parallel_drafting" in d.vllm_release.speculative.fields:
+        return
+    first = _first_release_with_field("parallel_drafting")
+    yield Violation(
+        message=f"parallel_drafting (P-EAGLE) needs vLLM >= {first}; the container has vLLM "
+        f"{d.vllm_release.vllm_version}",
+        fix=f"use a container with vLLM >= {first}",
+        field="speculative.parallel_drafting",
+    )
+
+
+@rule(
+    code="SI403",
+    name="speculative-keys-known",
+    severity=Severity.ERROR,
+    title="Every speculative config key is a field of the release's SpeculativeConfig",
+    rationale="Up to 0.15.1 vLLM silently drops unknown keys (the setting is lost); from 0.16.0 it refuses to start.",
+)
+def speculative_keys_known(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.vllm_release is None:
+        return
+    facts = d.vllm_release.speculative
+    version = d.vllm_release.vllm_version
+    for key in d.speculative:
+        if key in facts.fields or key == "parallel_drafting":  # parallel_drafting has its own rule
+            continue
+        effect = "silently drops it" if facts.unknown_keys == "dropped" else "refuses to start"
+        known_in = [v for v in available_vllm_versions() if key in load_vllm_release(v).speculative.fields]
+        where = f"; it exists in vLLM {known_in[0]} to {known_in[-1]}" if known_in else ""
+        yield Violation(
+            message=f"speculative.{key} is not a SpeculativeConfig field of vLLM {version}, which {effect}{where}",
+            fix="remove or rename the key (fields: " + ", ".join(sorted(facts.fields)) + ")",
+            field=f"speculative.{key}",
+        )
+
+
+@rule(
+    code="SI404",
+    name="num-speculative-tokens",
+    severity=Severity.ERROR,
+    title="num_speculative_tokens is set and >= 1",
+    rationale="vLLM needs a positive number of tokens to draft for draft-model methods.",
+)
+def num_speculative_tokens(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative:
+        return
+    n = d.speculative.get("num_speculative_tokens")
+    if n is None:
+        if d.speculative.get("method") in _DRAFT_MODEL_METHODS:
+            yield Violation(
+                message=f"speculative.num_speculative_tokens is required for method {d.speculative.get('method')!r}",
+                fix="set speculative.num_speculative_tokens (3 to 5 is typical for EAGLE3)",
+                field="speculative.num_speculative_tokens",
+            )
+    elif not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        yield Violation(
+            message=f"speculative.num_speculative_tokens is {n!r}; allowed: an integer >= 1",
+            fix="set speculative.num_speculative_tokens to 1 or more (3 to 5 is typical for EAGLE3)",
+            field="speculative.num_speculative_tokens",
+        )
+
+
+@rule(
+    code="SI405",
+    name="draft-tensor-parallel",
+    severity=Severity.ERROR,
+    title="Draft tensor parallel size is 1 or the target's",
+    rationale="vLLM only runs a draft unsharded or sharded exactly like the target.",
+)
+def draft_tensor_parallel(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or "draft_tensor_parallel_size" not in d.speculative:
+        return
+    value = d.speculative["draft_tensor_parallel_size"]
+    allowed = sorted({1, d.tensor_parallel_size})
+    if value not in allowed:
+        yield Violation(
+            message=f"speculative.draft_tensor_parallel_size is {value!r}; allowed: "
+            f"{' or '.join(map(str, allowed))} (1 or the target's tensor_parallel_size)",
+            fix="set it to 1 or leave it out",
+            field="speculative.draft_tensor_parallel_size",
+        )
+
+
+@rule(
+    code="SI406",
+    name="draft-matches-target",
+    severity=Severity.WARNING,
+    title="The draft was trained for this target model",
+    rationale="A draft trained on another model (even a LoRA fine-tune of the same base) accepts fewer tokens.",
+)
+def draft_matches_target(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.draft is None or d.draft.target == d.model_id:
+        return
+    yield Violation(
+        message=f"draft {d.speculative.get('model') if d.speculative else ''!r} was trained for {d.draft.target}, "
+        f"not {d.model_id}: expect a low acceptance rate",
+        fix="use a draft trained for this model, or train one (EagleOptimizationJob)",
+        field="speculative.model",
+    )

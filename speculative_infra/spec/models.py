@@ -1,0 +1,164 @@
+"""Pydantic models of a deployment spec.
+
+`engine` and `speculative` use vLLM's own snake_case names. The commonly used keys are typed here;
+any other key is accepted and checked against the chosen vLLM release's flags by the rules (so a
+typo gets a finding with a suggestion rather than a bare schema error). Everything else forbids
+unknown keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
+_INSTANCE_PATTERN = r"^ml\.[a-z0-9-]+\.[a-z0-9]+$"
+
+
+def _as_version_string(value: Any) -> Any:
+    # YAML reads `version: 20` as an int; a version is a string everywhere else.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+class ContainerSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    framework: Literal["vllm", "lmi"] = Field(
+        description="vllm: the SageMaker vLLM DLC; lmi: DJL LMI (vLLM async)."
+    )
+    version: str | None = Field(
+        default=None,
+        description="vLLM version for the DLC ('0.15.1'), LMI major version for LMI ('20'). "
+        "Default: the newest release in the catalog.",
+    )
+
+    _coerce_version = field_validator("version", mode="before")(_as_version_string)
+
+
+class ModelSpec(BaseModel):
+    """A Hugging Face model id; catalog models need nothing else, other models describe themselves."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, description="Hugging Face model id, e.g. Qwen/Qwen3-32B.")
+    architecture: str | None = None
+    model_type: str | None = None
+    parameters_billion: float | None = Field(default=None, gt=0)
+    num_hidden_layers: int | None = Field(default=None, ge=1)
+    num_attention_heads: int | None = Field(default=None, ge=1)
+    num_key_value_heads: int | None = Field(default=None, ge=1)
+    head_dim: int | None = Field(default=None, ge=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    max_position_embeddings: int | None = Field(default=None, ge=1)
+    dtype: Literal["bfloat16", "float16", "float32"] | None = None
+    weights_gb: float | None = Field(default=None, gt=0)
+
+    def described_fields(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"id"}, exclude_none=True)
+
+
+class EngineArgs(BaseModel):
+    """vLLM engine arguments (snake_case, as `vllm serve --flag-name`)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    tensor_parallel_size: int | None = Field(default=None, ge=1, description="Default: the GPU count.")
+    max_model_len: int | None = Field(
+        default=None, ge=1, description="Default: the model's context, capped to what fits in memory."
+    )
+    dtype: Literal["auto", "bfloat16", "float16", "half", "float32", "float"] | None = Field(
+        default=None, description="Default: the model's dtype (float16 on GPUs without bf16)."
+    )
+    enable_prefix_caching: bool | None = Field(default=None, description="Default: true.")
+    enable_chunked_prefill: bool | None = Field(default=None, description="Default: true.")
+    max_num_seqs: int | None = Field(default=None, ge=1, description="Default: 256 (vLLM's default).")
+    gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Default: 0.9.")
+    kv_cache_dtype: str | None = None
+    enable_lora: bool | None = None
+
+    def given(self) -> dict[str, Any]:
+        """Every key the user set, typed or not, in the order given."""
+        typed = self.model_dump(exclude_none=True, exclude=set(self.model_extra or {}))
+        return {**typed, **(self.model_extra or {})}
+
+
+class SpeculativeConfig(BaseModel):
+    """vLLM's speculative config (`--speculative-config`), keys as vLLM names them."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    method: str | None = Field(
+        default=None, description="eagle3, eagle, ngram, mtp, ... Default: the draft's method from the catalog."
+    )
+    model: str | None = Field(default=None, description="Draft model id or path.")
+    num_speculative_tokens: int | None = Field(default=None, description="Tokens drafted per step (>= 1).")
+    draft_tensor_parallel_size: int | None = None
+    parallel_drafting: bool | None = Field(default=None, description="P-EAGLE (vLLM >= 0.16.0).")
+
+    def given(self) -> dict[str, Any]:
+        typed = self.model_dump(exclude_none=True, exclude=set(self.model_extra or {}))
+        return {**typed, **(self.model_extra or {})}
+
+
+class ScheduledCapacity(BaseModel):
+    """A scheduled change of the scaling bounds (e.g. scale down at night)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]+$")
+    schedule: str = Field(description="cron(...), rate(...) or at(...) expression of Application Auto Scaling.")
+    min_capacity: int | None = None
+    max_capacity: int | None = None
+    time_zone: str | None = Field(default=None, description="IANA time zone. Default: UTC.")
+
+
+class ScalingOptions(BaseModel):
+    """Traffic-aware auto-scaling of the instances (vLLM endpoint) or copies (inference component)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_capacity: int = Field(default=1, description="Fewest instances (or copies). Default: 1.")
+    max_capacity: int = Field(description="Most instances (or copies).")
+    metric: Literal["concurrent_requests", "invocations"] = Field(
+        default="concurrent_requests",
+        description="concurrent_requests: the high-resolution in-flight request count (10 s, counts streams "
+        "until their last token); invocations: invocations per instance (or copy) per minute.",
+    )
+    target_value: float | None = Field(
+        default=None,
+        description="Target per instance (or copy). Default for concurrent_requests: 75% of max_num_seqs; "
+        "required for invocations.",
+    )
+    scale_in_cooldown_seconds: int = Field(default=300, description="Default: 300.")
+    scale_out_cooldown_seconds: int = Field(default=60, description="Default: 60.")
+    schedules: list[ScheduledCapacity] = Field(default_factory=list)
+
+
+class DeploymentSpec(BaseModel):
+    """One deployment: instance, container, model, engine and speculative settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    region: str | None = Field(
+        default=None,
+        pattern=_REGION_PATTERN,
+        description="AWS region. Default: unknown at synth time (environment-agnostic stack).",
+    )
+    instance_type: str = Field(pattern=_INSTANCE_PATTERN, description="SageMaker instance type, e.g. ml.g7e.2xlarge.")
+    instance_count: int = Field(default=1, ge=1, description="Initial instance count.")
+    container: ContainerSpec
+    model: ModelSpec
+    engine: EngineArgs = Field(default_factory=EngineArgs)
+    speculative: SpeculativeConfig | None = None
+    inference_ami_version: str | None = Field(
+        default=None,
+        description="ProductionVariant InferenceAmiVersion. Default: the instance's default host image; "
+        "'auto' picks the first host image whose driver fits the container.",
+    )
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="Extra container environment, checked against the limits."
+    )
+    scaling: ScalingOptions | None = Field(default=None, description="Default: no auto-scaling.")

@@ -1,0 +1,70 @@
+"""Shared test helpers: the reference spec and a CLI runner."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from speculative_infra.cli.main import main
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_SPECS = REPO / "examples" / "specs"
+
+REFERENCE_SPEC: dict[str, Any] = {
+    "region": "us-west-2",
+    "instance_type": "ml.g7e.2xlarge",
+    "container": {"framework": "vllm", "version": "0.15.1"},
+    "model": {"id": "Qwen/Qwen3-32B"},
+    "engine": {
+        "tensor_parallel_size": 1,
+        "max_model_len": 4096,
+        "dtype": "bfloat16",
+        "enable_prefix_caching": True,
+        "enable_chunked_prefill": True,
+        "max_num_seqs": 64,
+        "gpu_memory_utilization": 0.9,
+    },
+    "speculative": {
+        "method": "eagle3",
+        "model": "RedHatAI/Qwen3-32B-speculator.eagle3",
+        "num_speculative_tokens": 4,
+    },
+}
+
+
+def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """Merge changes into a copy of base; a None value deletes the key."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@pytest.fixture
+def reference_spec() -> Callable[..., dict[str, Any]]:
+    def build(**changes: Any) -> dict[str, Any]:
+        return deep_merge(REFERENCE_SPEC, changes)
+
+    return build
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    def run(*args: str) -> tuple[int, str, str]:
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse usage errors
+            code = int(exc.code or 0)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -1,0 +1,182 @@
+"""Every rule: one compliant and one non-compliant case (table-driven, through resolve + rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from speculative_infra.check import check
+from speculative_infra.rules import all_rules
+from tests.conftest import REFERENCE_SPEC, deep_merge
+
+LMI_G6E = {
+    "instance_type": "ml.g6e.12xlarge",
+    "container": {"framework": "lmi", "version": "20"},
+    "engine": {"tensor_parallel_size": 4},
+    "speculative": None,
+}
+G5_QWEN14B = {"instance_type": "ml.g5.12xlarge", "model": {"id": "Qwen/Qwen3-14B"}, "speculative": None,
+              "inference_ami_version": "auto", "engine": {"tensor_parallel_size": 4}}
+UNKNOWN_MISTRAL = {
+    "id": "acme/mistral-like-7b",
+    "architecture": "MistralForCausalLM",
+    "model_type": "mistral",
+    "parameters_billion": 7.2,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "max_position_embeddings": 32768,
+}
+
+# code -> (changes that comply, changes that violate), both applied to the reference spec.
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "SI100": ({}, {"instance_type": "ml.g5.13xlarge"}),
+    "SI110": ({"region": "eu-west-1"}, {"region": "xx-west-9"}),
+    "SI111": ({**LMI_G6E, "region": "us-east-1"}, {**LMI_G6E, "region": "us-west-1"}),
+    "SI120": ({}, {"container": {"version": "0.99.0"}}),
+    "SI122": ({}, {"instance_type": "ml.g6e.12xlarge", "container": {"version": "0.11.0"},
+                   "engine": {"tensor_parallel_size": 4}}),
+    "SI200": ({"instance_type": "ml.p3.8xlarge", "container": {"version": "0.19.1"}, "engine": {"dtype": "float16"},
+               "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None},
+              {"instance_type": "ml.p3.8xlarge", "container": {"version": "0.20.0"}, "engine": {"dtype": "float16"},
+               "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None}),
+    "SI201": ({}, {"container": {"framework": "lmi", "version": "20"}}),
+    "SI210": ({"instance_type": "ml.g5.12xlarge", "engine": {"tensor_parallel_size": 4},
+               "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
+              {"instance_type": "ml.g5.12xlarge", "engine": {"tensor_parallel_size": 4}}),
+    "SI211": ({}, {"instance_type": "ml.g6e.12xlarge", "container": {"version": "0.16.0"},
+                   "engine": {"tensor_parallel_size": 4}}),
+    "SI212": ({"instance_type": "ml.g6.12xlarge", "container": {"version": "0.20.0"}, "speculative": None,
+               "engine": {"tensor_parallel_size": 4}, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
+              {"instance_type": "ml.g6.12xlarge", "speculative": None, "engine": {"tensor_parallel_size": 4}}),
+    "SI220": ({"instance_type": "ml.g4dn.12xlarge", "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None,
+               "engine": {"dtype": "float16", "tensor_parallel_size": 4}},
+              {"instance_type": "ml.g4dn.12xlarge", "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None,
+               "engine": {"dtype": "bfloat16", "tensor_parallel_size": 4}}),
+    "SI300": ({}, {"instance_type": "ml.g6e.xlarge"}),
+    "SI301": ({}, {"model": {"id": "Qwen/Qwen3-8B"}, "speculative": {"model": "RedHatAI/Qwen3-8B-speculator.eagle3"}}),
+    "SI310": ({}, {"engine": {"tensor_parallel_size": 2}}),
+    "SI311": ({**G5_QWEN14B}, {**G5_QWEN14B, "engine": {"tensor_parallel_size": 3}}),
+    "SI312": ({**G5_QWEN14B}, {**G5_QWEN14B, "engine": {"tensor_parallel_size": 2}}),
+    "SI320": ({}, {"engine": {"max_model_len": 50000}}),
+    "SI330": ({"model": UNKNOWN_MISTRAL, "speculative": None},
+              {"model": {"id": "acme/unknown-7b"}, "speculative": None}),
+    "SI400": ({}, {"speculative": {"method": "eagle9"}}),
+    "SI401": ({},
+              {"model": UNKNOWN_MISTRAL, "speculative": {"model": "acme/mistral-eagle3"}}),
+    "SI402": ({"container": {"version": "0.16.0"}, "speculative": {"parallel_drafting": True}},
+              {"speculative": {"parallel_drafting": True}}),
+    "SI403": ({}, {"speculative": {"acceptance_boost": 2}}),
+    "SI404": ({}, {"speculative": {"num_speculative_tokens": 0}}),
+    "SI405": ({"speculative": {"draft_tensor_parallel_size": 1}}, {"speculative": {"draft_tensor_parallel_size": 2}}),
+    "SI406": ({}, {"model": {"id": "Qwen/Qwen3-14B"}}),
+    "SI500": ({"engine": {"enable_prefix_caching": True}}, {"engine": {"enable_prefix_cach": True}}),
+    "SI501": ({}, {"engine": {"model": "Qwen/Qwen3-32B"}}),
+    "SI510": ({"environment": {f"EXTRA_{i}": "x" for i in range(10)}},
+              {"environment": {f"EXTRA_{i}": "x" for i in range(100)}}),
+    "SI520": ({"engine": {"enable_lora": False}}, {"engine": {"enable_lora": True}}),
+    "SI600": ({"scaling": {"min_capacity": 1, "max_capacity": 2}}, {"scaling": {"min_capacity": 3, "max_capacity": 2}}),
+    "SI601": ({"scaling": {"max_capacity": 2, "target_value": 8}}, {"scaling": {"max_capacity": 2, "target_value": 0}}),
+}
+
+# Rules whose non-compliant input cannot be written as a spec against today's catalog data; they are
+# tested below on a resolved deployment with the relevant fact changed.
+SYNTHETIC = {"SI121", "SI202"}
+
+
+def codes_for(changes: dict[str, Any]) -> set[str]:
+    return {f.code for f in check(deep_merge(REFERENCE_SPEC, changes)).findings}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_compliant(code):
+    assert code not in codes_for(CASES[code][0])
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_non_compliant(code):
+    assert code in codes_for(CASES[code][1])
+
+
+def test_every_rule_has_cases():
+    registered = {r.code for r in all_rules()}
+    assert registered == set(CASES) | SYNTHETIC
+
+
+def test_every_rule_documents_itself():
+    for r in all_rules():
+        assert r.title and r.rationale and r.name, r.code
+
+
+def _resolved(**update: Any):
+    return check(REFERENCE_SPEC).deployment.model_copy(update=update)
+
+
+def test_si121_missing_vllm_flag_data():
+    from speculative_infra.rules.container import vllm_release_data
+
+    assert list(vllm_release_data(_resolved())) == []
+    [violation] = vllm_release_data(_resolved(vllm_release=None))
+    assert "no flag data for vLLM 0.15.1" in violation.message
+
+
+def test_si202_gpu_older_than_vllm_supports():
+    from speculative_infra.rules.gpu_support import vllm_min_compute_capability
+
+    deployment = _resolved()
+    assert list(vllm_min_compute_capability(deployment)) == []
+    old_gpu = deployment.instance.gpu.model_copy(update={"compute_capability": "3.7"})
+    old = deployment.model_copy(update={"instance": deployment.instance.model_copy(update={"gpu": old_gpu})})
+    [violation] = vllm_min_compute_capability(old)
+    assert "compute capability 3.7" in violation.message
+
+
+def test_messages_name_value_and_allowed():
+    findings = check(deep_merge(REFERENCE_SPEC, {"engine": {"tensor_parallel_size": 2}})).findings
+    si310 = next(f for f in findings if f.code == "SI310")
+    assert "tensor_parallel_size 2" in si310.message and "allowed: 1 to 1" in si310.message
+
+
+def test_engine_arg_typo_suggests_the_flag():
+    findings = check(deep_merge(REFERENCE_SPEC, {"engine": {"enable_prefix_cach": True}})).findings
+    si500 = next(f for f in findings if f.code == "SI500")
+    assert "enable_prefix_caching" in si500.message
+
+
+def test_memory_overflow_says_the_numbers():
+    findings = check(deep_merge(REFERENCE_SPEC, {"instance_type": "ml.g6e.xlarge"})).findings
+    si300 = next(f for f in findings if f.code == "SI300")
+    assert "GiB" in si300.message and "weights" in si300.message and "ml.g6e.xlarge" in si300.message
+
+
+def test_unknown_speculative_key_says_dropped_before_016():
+    findings = check(deep_merge(REFERENCE_SPEC, {"speculative": {"acceptance_boost": 2}})).findings
+    assert "silently drops it" in next(f for f in findings if f.code == "SI403").message
+    findings = check(
+        deep_merge(REFERENCE_SPEC, {"container": {"version": "0.16.0"}, "speculative": {"acceptance_boost": 2}})
+    ).findings
+    assert "refuses to start" in next(f for f in findings if f.code == "SI403").message
+
+
+@pytest.mark.parametrize(
+    ("scaling", "expected"),
+    [
+        ({"max_capacity": 0, "min_capacity": 0}, "max_capacity is 0"),
+        ({"max_capacity": 2, "min_capacity": 0}, "min_capacity is 0"),
+        ({"max_capacity": 2, "metric": "invocations"}, "target_value is required"),
+        ({"max_capacity": 2, "schedules": [{"name": "night", "schedule": "every night"}]}, "cron(...)"),
+    ],
+)
+def test_scaling_errors(scaling, expected):
+    findings = check(deep_merge(REFERENCE_SPEC, {"scaling": scaling})).findings
+    assert any(expected in f.message for f in findings if f.code.startswith("SI60"))
+
+
+def test_all_errors_reported_at_once():
+    findings = check(
+        deep_merge(REFERENCE_SPEC, {"engine": {"tensor_parallel_size": 2, "max_model_len": 50000},
+                                    "speculative": {"num_speculative_tokens": 0}})
+    ).findings
+    assert {"SI310", "SI320", "SI404"} <= {f.code for f in findings}
