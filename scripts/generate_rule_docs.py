@@ -1,7 +1,7 @@
 """Write docs/rules.md from the rule definitions, so the page cannot drift from the code.
 
-    python scripts/generate_rule_docs.py          # rewrite docs/rules.md
-    python scripts/generate_rule_docs.py --check  # exit 1 if docs/rules.md is stale (used by `make test`)
+python scripts/generate_rule_docs.py          # rewrite docs/rules.md
+python scripts/generate_rule_docs.py --check  # exit 1 if docs/rules.md is stale (used by `make test`)
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ def render() -> str:
     rules = all_rules()
     lines += [f"| {r.code} | `{r.name}` | {r.severity.value} | {r.title} |" for r in rules]
     for r in rules:
-        lines += ["", f"## {r.code} `{r.name}` ({r.severity.value})", "", f"{r.title}.", "", f"Why: {r.rationale}"]
+        lines += [
+            "",
+            f"## {r.code} `{r.name}` ({r.severity.value})",
+            "",
+            f"{r.title}.",
+            "",
+            f"Why: {r.rationale}",
+        ]
         doc = (r.check.__doc__ or "").strip()
         if doc:
             lines += ["", doc]

@@ -43,7 +43,23 @@ _EXPORTS = {
     "load_spec": "speculative_infra.spec",
 }
 
-__all__ = ["__version__", *sorted(_EXPORTS)]
+__all__ = [
+    "CheckResult",
+    "CompatibilityError",
+    "DeploymentGuardrails",
+    "DeploymentSpec",
+    "EngineArgs",
+    "Finding",
+    "ScalingOptions",
+    "ScheduledCapacity",
+    "Severity",
+    "SpecError",
+    "SpeculativeConfig",
+    "SpeculativeVllmEndpoint",
+    "__version__",
+    "check",
+    "load_spec",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -49,6 +49,9 @@ def ami_that_fits(cat: Catalog, container: ContainerImage, gpu: Gpu | None) -> s
     recommended = cat.recommended_amis.amis.get(container.cuda)
     if recommended is not None and driver_fit(cat, container, gpu, cat.amis[recommended].driver).ok:
         return recommended
-    fitting = [name for name, ami in sorted(cat.amis.items(), key=lambda i: i[1].driver)
-               if driver_fit(cat, container, gpu, ami.driver).ok]
+    fitting = [
+        name
+        for name, ami in sorted(cat.amis.items(), key=lambda i: i[1].driver)
+        if driver_fit(cat, container, gpu, ami.driver).ok
+    ]
     return fitting[0] if fitting else None

@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict
 
 from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
-from speculative_infra.host_fit import ami_that_fits, driver_fit
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
+from speculative_infra.host_fit import ami_that_fits, driver_fit
 from speculative_infra.sizing import DTYPE_BYTES, max_tokens_that_fit
 from speculative_infra.spec import DeploymentSpec
 
@@ -121,7 +121,9 @@ def _resolve_container(spec: DeploymentSpec, cat: Catalog, defaults: list[str]) 
     if version is None:
         versions = cat.vllm_dlc_versions() if spec.container.framework == "vllm" else cat.lmi_versions()
         version = versions[-1]
-        defaults.append(f"container.version={version} (the newest {spec.container.framework} release in the catalog)")
+        defaults.append(
+            f"container.version={version} (the newest {spec.container.framework} release in the catalog)"
+        )
     return cat.container(spec.container.framework, version)
 
 
@@ -134,15 +136,21 @@ def _resolve_vllm_release(container: ContainerImage | None, defaults: list[str])
     if wanted in available:
         return load_vllm_release(wanted)
     same_minor = [
-        v for v in available if version_tuple(v)[:2] == version_tuple(wanted)[:2] and version_tuple(v) < version_tuple(wanted)
+        v
+        for v in available
+        if version_tuple(v)[:2] == version_tuple(wanted)[:2] and version_tuple(v) < version_tuple(wanted)
     ]
     if not same_minor:
         return None
-    defaults.append(f"vLLM flag data of {same_minor[-1]} used for {wanted} (no {wanted} release was published)")
+    defaults.append(
+        f"vLLM flag data of {same_minor[-1]} used for {wanted} (no {wanted} release was published)"
+    )
     return load_vllm_release(same_minor[-1])
 
 
-def _resolve_model(spec: DeploymentSpec, cat: Catalog) -> tuple[ModelFacts | None, Literal["catalog", "spec"] | None]:
+def _resolve_model(
+    spec: DeploymentSpec, cat: Catalog
+) -> tuple[ModelFacts | None, Literal["catalog", "spec"] | None]:
     known = cat.model(spec.model.id)
     described = spec.model.described_fields()
     if known is not None:
@@ -163,7 +171,9 @@ def _resolve_speculative(spec: DeploymentSpec, cat: Catalog, defaults: list[str]
     config = spec.speculative.given()
     draft = cat.draft(str(config["model"])) if config.get("model") else None
     if "method" not in config and draft is not None:
-        defaults.append(f"speculative.method={draft.method} (the catalog's method for {draft.target}'s draft)")
+        defaults.append(
+            f"speculative.method={draft.method} (the catalog's method for {draft.target}'s draft)"
+        )
         config = {"method": draft.method, **config}
     if draft is not None and draft.parallel_drafting and "parallel_drafting" not in config:
         defaults.append("speculative.parallel_drafting=true (the draft is a P-EAGLE checkpoint)")
@@ -240,7 +250,9 @@ def _default_max_model_len(
         defaults.append(f"engine.max_model_len={limit} (the model's context)")
         return limit
     capped = fits // 256 * 256
-    defaults.append(f"engine.max_model_len={capped} (the model's context {limit} capped to what fits in memory)")
+    defaults.append(
+        f"engine.max_model_len={capped} (the model's context {limit} capped to what fits in memory)"
+    )
     return capped
 
 
@@ -269,7 +281,10 @@ def _resolve_host(
     host = instance.default_host
     if host is None:
         return HostImage(
-            inference_ami_version=None, driver=None, cuda=None, source=f"default host of {instance.family}: not documented"
+            inference_ami_version=None,
+            driver=None,
+            cuda=None,
+            source=f"default host of {instance.family}: not documented",
         )
     return HostImage(
         inference_ami_version=None,

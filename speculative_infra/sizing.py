@@ -28,7 +28,9 @@ def weights_mib(model: ModelFacts, dtype_bytes: int) -> float:
     return model.parameters_billion * 1e9 * dtype_bytes / MIB
 
 
-def draft_mib(draft: Draft | None, model: ModelFacts, dtype_bytes: int, has_draft_model: bool) -> tuple[float, bool]:
+def draft_mib(
+    draft: Draft | None, model: ModelFacts, dtype_bytes: int, has_draft_model: bool
+) -> tuple[float, bool]:
     """(MiB, estimated?) for the draft's weights; (0, False) without a draft model."""
     if not has_draft_model:
         return 0.0, False

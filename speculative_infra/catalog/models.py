@@ -127,7 +127,9 @@ class CudaFacts(Sourced):
         """Driver floor for a CUDA version: the entry for the highest listed version <= cuda."""
         best: tuple[tuple[int, ...], int] | None = None
         for listed, driver in self.min_driver_by_cuda.items():
-            if version_tuple(listed) <= version_tuple(cuda) and (best is None or version_tuple(listed) > best[0]):
+            if version_tuple(listed) <= version_tuple(cuda) and (
+                best is None or version_tuple(listed) > best[0]
+            ):
                 best = (version_tuple(listed), driver)
         return None if best is None else best[1]
 

@@ -13,7 +13,9 @@ from speculative_infra.cli.tables import render_table
 
 def add_catalog_command(subparsers: Any) -> None:
     parser = subparsers.add_parser("catalog", help="print the catalog of facts")
-    sub = parser.add_subparsers(dest="what", required=True, metavar="{instances,containers,models,drafts,vllm-flags}")
+    sub = parser.add_subparsers(
+        dest="what", required=True, metavar="{instances,containers,models,drafts,vllm-flags}"
+    )
     for name, handler, text in (
         ("instances", _instances, "GPU instance types, GPUs, host drivers, prices"),
         ("containers", _containers, "vLLM DLC and DJL LMI releases"),
@@ -34,18 +36,30 @@ def _instances(args: argparse.Namespace) -> int:
         assert it is not None
         price = cat.price(name)
         host = it.default_host
-        rows.append((
-            name,
-            it.gpu_name,
-            it.gpu_count,
-            it.gpu.compute_capability,
-            f"{it.gpu.memory_mib / 1024:.1f}",
-            "yes" if it.gpu.bf16 else "no",
-            f"{host.driver}/{host.cuda}" if host else "undocumented",
-            f"{price.usd_per_hour:g} ({price.region})" if price else "-",
-            it.confidence,
-        ))
-    headers = ["instance type", "GPU", "GPUs", "CC", "GiB/GPU", "bf16", "default driver", "$/hour", "confidence"]
+        rows.append(
+            (
+                name,
+                it.gpu_name,
+                it.gpu_count,
+                it.gpu.compute_capability,
+                f"{it.gpu.memory_mib / 1024:.1f}",
+                "yes" if it.gpu.bf16 else "no",
+                f"{host.driver}/{host.cuda}" if host else "undocumented",
+                f"{price.usd_per_hour:g} ({price.region})" if price else "-",
+                it.confidence,
+            )
+        )
+    headers = [
+        "instance type",
+        "GPU",
+        "GPUs",
+        "CC",
+        "GiB/GPU",
+        "bf16",
+        "default driver",
+        "$/hour",
+        "confidence",
+    ]
     print(render_table(headers, rows))
     return 0
 
@@ -56,13 +70,29 @@ def _containers(args: argparse.Namespace) -> int:
     for version in cat.vllm_dlc_versions():
         c = cat.container("vllm", version)
         assert c is not None
-        rows.append(("vllm", c.version, f"{c.repository}:{c.tag}", c.vllm_version, c.cuda,
-                     "yes" if c.forward_compat.enabled else "no"))
+        rows.append(
+            (
+                "vllm",
+                c.version,
+                f"{c.repository}:{c.tag}",
+                c.vllm_version,
+                c.cuda,
+                "yes" if c.forward_compat.enabled else "no",
+            )
+        )
     for version in cat.lmi_versions():
         c = cat.container("lmi", version)
         assert c is not None
-        rows.append(("lmi", c.version, f"{c.repository}:{c.tag}", c.vllm_version, c.cuda,
-                     "yes" if c.forward_compat.enabled else "no"))
+        rows.append(
+            (
+                "lmi",
+                c.version,
+                f"{c.repository}:{c.tag}",
+                c.vllm_version,
+                c.cuda,
+                "yes" if c.forward_compat.enabled else "no",
+            )
+        )
     print(render_table(["framework", "version", "image", "vLLM", "CUDA", "fwd compat"], rows, max_width=70))
     return 0
 
@@ -70,11 +100,30 @@ def _containers(args: argparse.Namespace) -> int:
 def _models(args: argparse.Namespace) -> int:
     cat = load_catalog()
     rows = [
-        (mid, m.architecture, m.model_type, m.parameters_billion, m.num_hidden_layers,
-         f"{m.num_attention_heads}/{m.num_key_value_heads}", m.head_dim, m.max_position_embeddings, m.dtype)
+        (
+            mid,
+            m.architecture,
+            m.model_type,
+            m.parameters_billion,
+            m.num_hidden_layers,
+            f"{m.num_attention_heads}/{m.num_key_value_heads}",
+            m.head_dim,
+            m.max_position_embeddings,
+            m.dtype,
+        )
         for mid, m in cat.models.items()
     ]
-    headers = ["model", "architecture", "model_type", "params (B)", "layers", "heads/kv", "head_dim", "context", "dtype"]
+    headers = [
+        "model",
+        "architecture",
+        "model_type",
+        "params (B)",
+        "layers",
+        "heads/kv",
+        "head_dim",
+        "context",
+        "dtype",
+    ]
     print(render_table(headers, rows))
     return 0
 
@@ -82,8 +131,13 @@ def _models(args: argparse.Namespace) -> int:
 def _drafts(args: argparse.Namespace) -> int:
     cat = load_catalog()
     rows = [
-        (did, d.method + (" (P-EAGLE)" if d.parallel_drafting else ""), d.target,
-         "-" if d.size_gb is None else f"{d.size_gb:g}", d.confidence)
+        (
+            did,
+            d.method + (" (P-EAGLE)" if d.parallel_drafting else ""),
+            d.target,
+            "-" if d.size_gb is None else f"{d.size_gb:g}",
+            d.confidence,
+        )
         for did, d in cat.drafts.items()
     ]
     print(render_table(["draft", "method", "target", "size (GB)", "confidence"], rows))

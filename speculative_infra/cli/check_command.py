@@ -19,7 +19,9 @@ EXIT_INVALID = 2
 def add_check_command(subparsers: Any) -> None:
     parser = subparsers.add_parser("check", help="check a deployment spec against the catalog and rules")
     parser.add_argument("spec", help="path to a deployment spec (YAML)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
     parser.set_defaults(handler=run_check)
 
 

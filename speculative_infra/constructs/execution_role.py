@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws, aws_iam as iam, aws_kms as kms
+from aws_cdk import Aws
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from speculative_infra.s3_uri import S3Location
@@ -26,7 +28,11 @@ def create_execution_role(
         description="SageMaker execution role created by speculative-infra",
     )
     add_execution_permissions(
-        role, image_repository_arns=image_repository_arns, model_data=model_data, kms_key=kms_key, in_vpc=in_vpc
+        role,
+        image_repository_arns=image_repository_arns,
+        model_data=model_data,
+        kms_key=kms_key,
+        in_vpc=in_vpc,
     )
     return role
 
@@ -56,7 +62,12 @@ def add_execution_permissions(
         ),
         iam.PolicyStatement(
             sid="WriteEndpointLogs",
-            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            actions=[
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
             resources=[
                 f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/Endpoints/*",
                 f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/InferenceComponents/*",

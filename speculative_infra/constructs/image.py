@@ -38,7 +38,9 @@ def dlc_account(scope: Construct) -> str:
 
 
 def image_uri(scope: Construct, container: ContainerImage) -> str:
-    return f"{dlc_account(scope)}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{container.repository}:{container.tag}"
+    return (
+        f"{dlc_account(scope)}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{container.repository}:{container.tag}"
+    )
 
 
 def repository_arn(scope: Construct, container: ContainerImage) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, aws_cloudwatch as cloudwatch
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 
 INVOCATION_NAMESPACE = "AWS/SageMaker"
 INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
@@ -32,19 +33,35 @@ class EndpointMetrics:
     endpoint_name: str
     variant_name: str
 
-    def metric(self, metric_name: str, *, namespace: str = INVOCATION_NAMESPACE, statistic: str = "Average",
-               period: Duration | None = None) -> cloudwatch.Metric:
-        return variant_metric(metric_name, endpoint_name=self.endpoint_name, variant_name=self.variant_name,
-                              namespace=namespace, statistic=statistic, period=period)
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        namespace: str = INVOCATION_NAMESPACE,
+        statistic: str = "Average",
+        period: Duration | None = None,
+    ) -> cloudwatch.Metric:
+        return variant_metric(
+            metric_name,
+            endpoint_name=self.endpoint_name,
+            variant_name=self.variant_name,
+            namespace=namespace,
+            statistic=statistic,
+            period=period,
+        )
 
     def metric_invocations(self, period: Duration | None = None) -> cloudwatch.Metric:
         return self.metric("Invocations", statistic="Sum", period=period)
 
-    def metric_model_latency(self, statistic: str = "p50", period: Duration | None = None) -> cloudwatch.Metric:
+    def metric_model_latency(
+        self, statistic: str = "p50", period: Duration | None = None
+    ) -> cloudwatch.Metric:
         """Microseconds from SageMaker handing the request to the container to its response (end of stream)."""
         return self.metric("ModelLatency", statistic=statistic, period=period)
 
-    def metric_overhead_latency(self, statistic: str = "p50", period: Duration | None = None) -> cloudwatch.Metric:
+    def metric_overhead_latency(
+        self, statistic: str = "p50", period: Duration | None = None
+    ) -> cloudwatch.Metric:
         return self.metric("OverheadLatency", statistic=statistic, period=period)
 
     def metric_invocation_4xx_errors(self, period: Duration | None = None) -> cloudwatch.Metric:
@@ -55,7 +72,9 @@ class EndpointMetrics:
 
     def metric_concurrent_requests_per_model(self, period: Duration | None = None) -> cloudwatch.Metric:
         """In-flight requests (streams count until their last token); published every 10 seconds."""
-        return self.metric("ConcurrentRequestsPerModel", statistic="Maximum", period=period or Duration.seconds(10))
+        return self.metric(
+            "ConcurrentRequestsPerModel", statistic="Maximum", period=period or Duration.seconds(10)
+        )
 
     def metric_gpu_utilization(self, period: Duration | None = None) -> cloudwatch.Metric:
         """Percent, summed over the instance's GPUs (100 per GPU)."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, TimeZone, aws_applicationautoscaling as appscaling
+from aws_cdk import Duration, TimeZone
+from aws_cdk import aws_applicationautoscaling as appscaling
 from constructs import Construct, IDependable
 
 from speculative_infra.spec import ScalingOptions

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from aws_cdk import Duration, Tags, Token, aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam
-from aws_cdk import aws_kms as kms, aws_sagemaker as sagemaker
+from aws_cdk import Duration, Tags, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 from pydantic import BaseModel
 
@@ -58,8 +62,11 @@ class DeploymentGuardrails:
         problems = []
         if self.strategy not in ("blue_green", "rolling"):
             problems.append(f"strategy is {self.strategy!r}; allowed: blue_green, rolling")
-        for name, low, high in (("wait_interval_seconds", 0, 3600), ("termination_wait_seconds", 0, 3600),
-                                ("rolling_batch_percent", 5, 50)):
+        for name, low, high in (
+            ("wait_interval_seconds", 0, 3600),
+            ("termination_wait_seconds", 0, 3600),
+            ("rolling_batch_percent", 5, 50),
+        ):
             value = getattr(self, name)
             if not low <= value <= high:
                 problems.append(f"{name} is {value}; allowed: {low} to {high}")
@@ -82,8 +89,11 @@ def default_timeouts(deployment: ResolvedDeployment) -> tuple[int, int]:
     if deployment.model is None:
         return 900, 900
     gb = weights_mib(deployment.model, DTYPE_BYTES.get(str(deployment.engine.get("dtype")), 2)) * 2**20 / 1e9
-    clamp = lambda s: int(min(_TIMEOUT_RANGE[1], max(600, s)))  # noqa: E731
-    return clamp(gb * 20), clamp(gb * 15)
+    return _clamp_timeout(gb * 20), _clamp_timeout(gb * 15)
+
+
+def _clamp_timeout(seconds: float) -> int:
+    return int(min(_TIMEOUT_RANGE[1], max(600, seconds)))
 
 
 class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
@@ -199,7 +209,11 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
 
     @classmethod
     def from_spec(
-        cls, scope: Construct, construct_id: str, spec: DeploymentSpec | Mapping[str, Any] | str | Path, **props: Any
+        cls,
+        scope: Construct,
+        construct_id: str,
+        spec: DeploymentSpec | Mapping[str, Any] | str | Path,
+        **props: Any,
     ) -> SpeculativeVllmEndpoint:
         """Build from a DeploymentSpec (model, mapping or YAML path); other props as keyword arguments."""
         parsed = load_spec(spec) if isinstance(spec, (str, Path)) else parse_spec(spec)
@@ -333,7 +347,9 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
                 kind="variant",
                 resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT_NAME}",
                 options=spec.scaling,
-                target_value=default_target_value(spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))),
+                target_value=default_target_value(
+                    spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))
+                ),
             )
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
@@ -358,7 +374,11 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             return None
         groups = list(security_groups or [])
         if not groups:
-            groups = [ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, description="speculative-infra model containers")]
+            groups = [
+                ec2.SecurityGroup(
+                    self, "SecurityGroup", vpc=vpc, description="speculative-infra model containers"
+                )
+            ]
         self.security_groups = groups
         selected = vpc.select_subnets(**({} if subnets is None else _subnet_kwargs(subnets)))
         return sagemaker.CfnModel.VpcConfigProperty(
@@ -385,11 +405,20 @@ def _as_mapping(value: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _subnet_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:
-    keys = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")
+    keys = (
+        "availability_zones",
+        "one_per_az",
+        "subnet_filters",
+        "subnet_group_name",
+        "subnets",
+        "subnet_type",
+    )
     return {k: getattr(selection, k) for k in keys if getattr(selection, k, None) is not None}
 
 
-def _deployment_config(guardrails: DeploymentGuardrails | None) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
+def _deployment_config(
+    guardrails: DeploymentGuardrails | None,
+) -> sagemaker.CfnEndpoint.DeploymentConfigProperty | None:
     if guardrails is None:
         return None
     rollback = (

@@ -11,7 +11,9 @@ if TYPE_CHECKING:
     from speculative_infra.resolve import ResolvedDeployment
 
 
-def render_environment(deployment: ResolvedDeployment, model_location: str | None = None) -> dict[str, str] | None:
+def render_environment(
+    deployment: ResolvedDeployment, model_location: str | None = None
+) -> dict[str, str] | None:
     """None when the container is unknown (the rules say why). model_location overrides the HF id."""
     container = deployment.container
     if container is None:
@@ -27,5 +29,8 @@ def render_environment(deployment: ResolvedDeployment, model_location: str | Non
             extra=deployment.spec.environment,
         )
     return render_lmi_environment(
-        model=model, engine=deployment.engine, speculative=deployment.speculative, extra=deployment.spec.environment
+        model=model,
+        engine=deployment.engine,
+        speculative=deployment.speculative,
+        extra=deployment.spec.environment,
     )

@@ -21,7 +21,7 @@ def entrypoint_argv(env: Mapping[str, str], boolean_env: Literal["empty", "true_
     for key, value in env.items():
         if not key.startswith(PREFIX):
             continue
-        argv.append("--" + key[len(PREFIX):].lower().replace("_", "-"))
+        argv.append("--" + key[len(PREFIX) :].lower().replace("_", "-"))
         if boolean_env == "true_false" and value.strip().lower() in ("true", "false"):
             if value.strip().lower() == "false":
                 argv.pop()

@@ -17,7 +17,10 @@ ASYNC_MODE_OPTIONS = {
     "OPTION_ENTRYPOINT": "djl_python.lmi_vllm.vllm_async_service",
 }
 # Engine args whose LMI option name differs from the vLLM name.
-RENAMED = {"tensor_parallel_size": "OPTION_TENSOR_PARALLEL_DEGREE", "max_num_seqs": "OPTION_MAX_ROLLING_BATCH_SIZE"}
+RENAMED = {
+    "tensor_parallel_size": "OPTION_TENSOR_PARALLEL_DEGREE",
+    "max_num_seqs": "OPTION_MAX_ROLLING_BATCH_SIZE",
+}
 RESERVED_ENGINE_KEYS = frozenset({"model", "port", "host", "speculative_config"})
 
 
@@ -36,7 +39,9 @@ def render_lmi_environment(
     for dest, value in engine.items():
         if dest in RESERVED_ENGINE_KEYS or value is None:
             continue
-        env[option_key(dest)] = ("true" if value else "false") if isinstance(value, bool) else scalar_text(value)
+        env[option_key(dest)] = (
+            ("true" if value else "false") if isinstance(value, bool) else scalar_text(value)
+        )
     if speculative:
         env["OPTION_SPECULATIVE_CONFIG"] = compact_json(speculative)
     env.update(extra or {})

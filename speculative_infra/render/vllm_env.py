@@ -28,7 +28,9 @@ def _true_value(container: ContainerImage) -> str:
     return "true" if container.boolean_env == "true_false" else ""
 
 
-def _boolean_env(dest: str, value: bool, container: ContainerImage, release: VllmRelease | None) -> dict[str, str]:
+def _boolean_env(
+    dest: str, value: bool, container: ContainerImage, release: VllmRelease | None
+) -> dict[str, str]:
     if value:
         return {env_key(dest): _true_value(container)}
     flag = release.flag_by_dest(dest) if release is not None else None

@@ -56,7 +56,12 @@ def vllm_release_data(d: ResolvedDeployment) -> Iterator[Violation]:
     rationale="Known failures with the default host image show up 10-20 minutes into a deployment with no logs.",
 )
 def observed_failure(d: ResolvedDeployment) -> Iterator[Violation]:
-    if d.container is None or d.instance is None or d.host is None or d.host.inference_ami_version is not None:
+    if (
+        d.container is None
+        or d.instance is None
+        or d.host is None
+        or d.host.inference_ami_version is not None
+    ):
         return
     obs = load_catalog().observation(d.container.framework, d.container.version, d.instance.family)
     if obs is not None and obs.outcome == "fails":

@@ -41,15 +41,17 @@ def engine_arg_known(d: ResolvedDeployment) -> Iterator[Violation]:
             continue
         elsewhere = releases_with_dest(key)
         if elsewhere:
-            message = (
-                f"engine.{key} is not a flag of vLLM {release.vllm_version}; it exists in vLLM {_span(elsewhere)}"
-            )
+            message = f"engine.{key} is not a flag of vLLM {release.vllm_version}; it exists in vLLM {_span(elsewhere)}"
             fix = "remove it, or use a container whose vLLM has it"
         else:
             close = difflib.get_close_matches(key, sorted(dests), n=3, cutoff=0.75)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
             message = f"engine.{key} is not a flag of vLLM {release.vllm_version} (`vllm serve --help`){hint}"
-            fix = f"rename it to {close[0]}" if close else "remove it (see `speculative-infra catalog vllm-flags`)"
+            fix = (
+                f"rename it to {close[0]}"
+                if close
+                else "remove it (see `speculative-infra catalog vllm-flags`)"
+            )
         yield Violation(message=message, fix=fix, field=f"engine.{key}")
 
 

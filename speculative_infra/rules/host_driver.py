@@ -91,8 +91,10 @@ def host_driver_compat_path(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     fit = driver_fit(load_catalog(), d.container, d.instance.gpu if d.instance else None, d.host.driver)
     if fit.kind in ("minor_version_compat", "forward_compat"):
-        how = "CUDA minor-version compatibility" if fit.kind == "minor_version_compat" else (
-            "the image's CUDA forward-compatibility libraries"
+        how = (
+            "CUDA minor-version compatibility"
+            if fit.kind == "minor_version_compat"
+            else ("the image's CUDA forward-compatibility libraries")
         )
         yield Violation(
             message=f"{d.container.label} on driver {d.host.driver} runs through {how} "

@@ -46,7 +46,9 @@ def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     tp = min(d.tensor_parallel_size, d.instance.gpu_count)
     util = float(d.engine.get("gpu_memory_utilization", 0.9))
-    draft = f" + draft {_gib(b.draft_mib)}{' (estimated)' if b.draft_estimated else ''}" if b.draft_mib else ""
+    draft = (
+        f" + draft {_gib(b.draft_mib)}{' (estimated)' if b.draft_estimated else ''}" if b.draft_mib else ""
+    )
     fits = max_tokens_that_fit(
         model=d.model,
         draft=d.draft,

@@ -14,11 +14,15 @@ RULES: dict[str, Rule] = {}
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
-def rule(*, code: str, name: str, severity: Severity, title: str, rationale: str) -> Callable[[RuleCheck], RuleCheck]:
+def rule(
+    *, code: str, name: str, severity: Severity, title: str, rationale: str
+) -> Callable[[RuleCheck], RuleCheck]:
     def register(check: RuleCheck) -> RuleCheck:
         if code in RULES:
             raise ValueError(f"rule code {code} registered twice ({RULES[code].name}, {name})")
-        RULES[code] = Rule(code=code, name=name, severity=severity, title=title, rationale=rationale, check=check)
+        RULES[code] = Rule(
+            code=code, name=name, severity=severity, title=title, rationale=rationale, check=check
+        )
         return check
 
     return register
@@ -53,4 +57,3 @@ def _load_rule_modules() -> None:
         scaling,
         speculative,
     )
-

@@ -28,7 +28,11 @@ def scaling_bounds(d: ResolvedDeployment) -> Iterator[Violation]:
             field="scaling.max_capacity",
         )
     if s.min_capacity < floor:
-        what = "inference components" if floor == 0 else "a real-time endpoint variant (scale to zero needs an inference component)"
+        what = (
+            "inference components"
+            if floor == 0
+            else "a real-time endpoint variant (scale to zero needs an inference component)"
+        )
         yield Violation(
             message=f"scaling.min_capacity is {s.min_capacity}; allowed for {what}: {floor} or more",
             fix=f"set scaling.min_capacity to {floor} or more",
@@ -41,7 +45,11 @@ def scaling_bounds(d: ResolvedDeployment) -> Iterator[Violation]:
             field="scaling.min_capacity",
         )
     for i, sched in enumerate(s.schedules):
-        if sched.min_capacity is not None and sched.max_capacity is not None and sched.min_capacity > sched.max_capacity:
+        if (
+            sched.min_capacity is not None
+            and sched.max_capacity is not None
+            and sched.min_capacity > sched.max_capacity
+        ):
             yield Violation(
                 message=f"scaling.schedules[{i}] ({sched.name}): min_capacity {sched.min_capacity} > "
                 f"max_capacity {sched.max_capacity}",

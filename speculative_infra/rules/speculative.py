@@ -67,7 +67,8 @@ def eagle3_target_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
         yield Violation(
             message=f"EAGLE3 on vLLM {d.vllm_release.vllm_version} supports targets whose model_type contains one "
             f"of: {', '.join(allow)}; {d.model_id} has model_type {d.model.model_type!r}",
-            fix=f"use vLLM {later[0]} or newer, which allows this target" if later
+            fix=f"use vLLM {later[0]} or newer, which allows this target"
+            if later
             else "use another speculative method (no vLLM release in the catalog allows this target)",
             field="speculative.method",
         )

@@ -18,7 +18,9 @@ class SpecError(ValueError):
     def __init__(self, problems: list[tuple[str, str]], source: str = "spec") -> None:
         self.problems = problems
         self.source = source
-        lines = [f"{source}: {path}: {reason}" if path else f"{source}: {reason}" for path, reason in problems]
+        lines = [
+            f"{source}: {path}: {reason}" if path else f"{source}: {reason}" for path, reason in problems
+        ]
         super().__init__("invalid deployment spec\n  " + "\n  ".join(lines))
 
 

@@ -91,7 +91,8 @@ class SpeculativeConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     method: str | None = Field(
-        default=None, description="eagle3, eagle, ngram, mtp, ... Default: the draft's method from the catalog."
+        default=None,
+        description="eagle3, eagle, ngram, mtp, ... Default: the draft's method from the catalog.",
     )
     model: str | None = Field(default=None, description="Draft model id or path.")
     num_speculative_tokens: int | None = Field(default=None, description="Tokens drafted per step (>= 1).")
@@ -109,7 +110,9 @@ class ScheduledCapacity(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]+$")
-    schedule: str = Field(description="cron(...), rate(...) or at(...) expression of Application Auto Scaling.")
+    schedule: str = Field(
+        description="cron(...), rate(...) or at(...) expression of Application Auto Scaling."
+    )
     min_capacity: int | None = None
     max_capacity: int | None = None
     time_zone: str | None = Field(default=None, description="IANA time zone. Default: UTC.")
@@ -147,7 +150,9 @@ class DeploymentSpec(BaseModel):
         pattern=_REGION_PATTERN,
         description="AWS region. Default: unknown at synth time (environment-agnostic stack).",
     )
-    instance_type: str = Field(pattern=_INSTANCE_PATTERN, description="SageMaker instance type, e.g. ml.g7e.2xlarge.")
+    instance_type: str = Field(
+        pattern=_INSTANCE_PATTERN, description="SageMaker instance type, e.g. ml.g7e.2xlarge."
+    )
     instance_count: int = Field(default=1, ge=1, description="Initial instance count.")
     container: ContainerSpec
     model: ModelSpec

@@ -11,10 +11,14 @@ import pytest
     ("text", "expected"),
     [
         ("region: [unclosed\n", "YAML syntax error at line"),
-        ("instance_type: ml.g5.xlarge\ncontainer: {framework: vllm}\nmodel: {id: x}\ninstance_count: many\n",
-         "instance_count"),
-        ("instance_type: ml.g5.xlarge\ncontainer: {framework: vllm}\nmodel: {id: x}\nregoin: us-east-1\n",
-         "regoin: unknown field"),
+        (
+            "instance_type: ml.g5.xlarge\ncontainer: {framework: vllm}\nmodel: {id: x}\ninstance_count: many\n",
+            "instance_count",
+        ),
+        (
+            "instance_type: ml.g5.xlarge\ncontainer: {framework: vllm}\nmodel: {id: x}\nregoin: us-east-1\n",
+            "regoin: unknown field",
+        ),
         ("instance_type: ml.g5.xlarge\ncontainer: {framework: tgi}\nmodel: {id: x}\n", "container.framework"),
         ("- just\n- a list\n", "expected a mapping"),
         ("", "the file is empty"),
@@ -59,8 +63,10 @@ def test_json_shape(run_cli, tmp_path, reference_spec):
 
 def test_defaults_are_resolved_and_visible(run_cli, tmp_path):
     path = tmp_path / "spec.yaml"
-    path.write_text("instance_type: ml.g6e.12xlarge\ncontainer: {framework: vllm, version: '0.15.1'}\n"
-                    "model: {id: Qwen/Qwen3-32B}\n")
+    path.write_text(
+        "instance_type: ml.g6e.12xlarge\ncontainer: {framework: vllm, version: '0.15.1'}\n"
+        "model: {id: Qwen/Qwen3-32B}\n"
+    )
     code, out, _ = run_cli("check", str(path), "--format", "json")
     resolved = json.loads(out)["resolved"]
     assert code == 0

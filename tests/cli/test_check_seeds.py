@@ -32,7 +32,7 @@ def test_seed_cell(run_cli, spec_file, deployable, codes):
 
 
 def test_g5_vllm_failure_names_driver_and_fix(run_cli):
-    code, out, _ = run_cli("check", str(EXAMPLE_SPECS / "vllm-g5-12xlarge.yaml"), "--format", "json")
+    _, out, _ = run_cli("check", str(EXAMPLE_SPECS / "vllm-g5-12xlarge.yaml"), "--format", "json")
     finding = next(f for f in json.loads(out)["findings"] if f["code"] == "SI210")
     assert "driver 470" in finding["message"]
     assert "al2-ami-sagemaker-inference-gpu-3-1" in finding["fix"]

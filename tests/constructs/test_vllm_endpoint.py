@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_cloudwatch as cloudwatch, aws_ec2 as ec2, aws_iam as iam, aws_kms as kms
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match
 
 from speculative_infra import CompatibilityError, DeploymentGuardrails, SpeculativeVllmEndpoint
@@ -12,14 +15,26 @@ from speculative_infra.catalog.vllm_release import load_vllm_release
 from speculative_infra.render.dlc_entrypoint import entrypoint_argv, serve_argv_problems
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 
-ENGINE = {"max_model_len": 4096, "enable_prefix_caching": True, "enable_chunked_prefill": True,
-          "max_num_seqs": 64, "gpu_memory_utilization": 0.9, "dtype": "bfloat16", "tensor_parallel_size": 1}
+ENGINE = {
+    "max_model_len": 4096,
+    "enable_prefix_caching": True,
+    "enable_chunked_prefill": True,
+    "max_num_seqs": 64,
+    "gpu_memory_utilization": 0.9,
+    "dtype": "bfloat16",
+    "tensor_parallel_size": 1,
+}
 EAGLE3 = {"method": "eagle3", "model": "RedHatAI/Qwen3-32B-speculator.eagle3", "num_speculative_tokens": 4}
 
 
 def reference(stack: cdk.Stack, **props):
-    defaults = {"model_id": "Qwen/Qwen3-32B", "instance_type": "ml.g7e.2xlarge", "vllm_version": "0.15.1",
-                "engine": ENGINE, "speculative": EAGLE3}
+    defaults = {
+        "model_id": "Qwen/Qwen3-32B",
+        "instance_type": "ml.g7e.2xlarge",
+        "vllm_version": "0.15.1",
+        "engine": ENGINE,
+        "speculative": EAGLE3,
+    }
     return SpeculativeVllmEndpoint(stack, "Qwen3", **{**defaults, **props})
 
 
@@ -35,16 +50,27 @@ def _special(stack: cdk.Stack, name: str):
     if name == "s3-weights-vpc-kms-isolated":
         vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0)
         key = kms.Key(stack, "Key")
-        return reference(stack, model_data="s3://my-models/qwen3-32b/", enable_network_isolation=True, vpc=vpc,
-                         kms_key=key)
-    alarm = cloudwatch.Alarm(stack, "Errors", metric=cloudwatch.Metric(namespace="AWS/SageMaker",
-                             metric_name="Invocation5XXErrors"), threshold=1, evaluation_periods=1)
+        return reference(
+            stack, model_data="s3://my-models/qwen3-32b/", enable_network_isolation=True, vpc=vpc, kms_key=key
+        )
+    alarm = cloudwatch.Alarm(
+        stack,
+        "Errors",
+        metric=cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="Invocation5XXErrors"),
+        threshold=1,
+        evaluation_periods=1,
+    )
     return reference(
         stack,
         deployment_guardrails=DeploymentGuardrails(strategy="blue_green", alarms=[alarm]),
-        scaling={"min_capacity": 1, "max_capacity": 3, "schedules": [
-            {"name": "night", "schedule": "cron(0 20 * * ? *)", "min_capacity": 1, "max_capacity": 1},
-            {"name": "morning", "schedule": "cron(0 6 * * ? *)", "min_capacity": 1, "max_capacity": 3}]},
+        scaling={
+            "min_capacity": 1,
+            "max_capacity": 3,
+            "schedules": [
+                {"name": "night", "schedule": "cron(0 20 * * ? *)", "min_capacity": 1, "max_capacity": 1},
+                {"name": "morning", "schedule": "cron(0 6 * * ? *)", "min_capacity": 1, "max_capacity": 3},
+            ],
+        },
     )
 
 
@@ -69,34 +95,70 @@ def test_cfn_lint_clean(configuration):
 def test_reference_resources():
     template, _ = synth_stack(reference)
     template.resource_count_is("AWS::SageMaker::Model", 1)
-    template.has_resource_properties("AWS::SageMaker::Model", {
-        "PrimaryContainer": {
-            "Image": {"Fn::Join": ["", Match.array_with([
-                "763104351884.dkr.ecr.", "/vllm:0.15.1-gpu-py312-cu129-ubuntu22.04-sagemaker"])]},
-            "Environment": {
-                "SM_VLLM_MODEL": "Qwen/Qwen3-32B",
-                "SM_VLLM_ENABLE_PREFIX_CACHING": "",
-                "SM_VLLM_SPECULATIVE_CONFIG":
-                    '{"method":"eagle3","model":"RedHatAI/Qwen3-32B-speculator.eagle3","num_speculative_tokens":4}',
-            },
-        }
-    })
-    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({
-            "InstanceType": "ml.g7e.2xlarge", "InitialInstanceCount": 1, "VariantName": "AllTraffic",
-            "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
-            "ContainerStartupHealthCheckTimeoutInSeconds": Match.any_value(),
-        })]
-    })
+    template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": {
+                "Image": {
+                    "Fn::Join": [
+                        "",
+                        Match.array_with(
+                            ["763104351884.dkr.ecr.", "/vllm:0.15.1-gpu-py312-cu129-ubuntu22.04-sagemaker"]
+                        ),
+                    ]
+                },
+                "Environment": {
+                    "SM_VLLM_MODEL": "Qwen/Qwen3-32B",
+                    "SM_VLLM_ENABLE_PREFIX_CACHING": "",
+                    "SM_VLLM_SPECULATIVE_CONFIG": '{"method":"eagle3","model":"RedHatAI/Qwen3-32B-speculator.eagle3","num_speculative_tokens":4}',
+                },
+            }
+        },
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "InstanceType": "ml.g7e.2xlarge",
+                        "InitialInstanceCount": 1,
+                        "VariantName": "AllTraffic",
+                        "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+                        "ContainerStartupHealthCheckTimeoutInSeconds": Match.any_value(),
+                    }
+                )
+            ]
+        },
+    )
 
 
 def test_env_agnostic_stack_uses_region_mapping():
     template, raw = synth_stack(reference, region=None)
     assert raw["Mappings"]["SpeculativeInfraDlcRegistryAccounts"]["af-south-1"] == {"account": "626614931356"}
-    template.has_resource_properties("AWS::SageMaker::Model", {
-        "PrimaryContainer": {"Image": {"Fn::Join": ["", Match.array_with([
-            {"Fn::FindInMap": ["SpeculativeInfraDlcRegistryAccounts", {"Ref": "AWS::Region"}, "account"]}])]}}
-    })
+    template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": {
+                "Image": {
+                    "Fn::Join": [
+                        "",
+                        Match.array_with(
+                            [
+                                {
+                                    "Fn::FindInMap": [
+                                        "SpeculativeInfraDlcRegistryAccounts",
+                                        {"Ref": "AWS::Region"},
+                                        "account",
+                                    ]
+                                }
+                            ]
+                        ),
+                    ]
+                }
+            }
+        },
+    )
 
 
 @pytest.mark.parametrize("version", ["0.15.1", "0.17.1"])
@@ -117,29 +179,56 @@ def test_false_boolean_is_never_rendered_as_false():
 
 
 def test_entrypoint_emulation_catches_literal_booleans():
-    argv = entrypoint_argv({"SM_VLLM_ENABLE_PREFIX_CACHING": "false", "SM_VLLM_ENFORCE_EAGER": "true"}, "empty")
+    argv = entrypoint_argv(
+        {"SM_VLLM_ENABLE_PREFIX_CACHING": "false", "SM_VLLM_ENFORCE_EAGER": "true"}, "empty"
+    )
     problems = serve_argv_problems(argv, load_vllm_release("0.15.1"))
     assert any("stray value 'false'" in p for p in problems)
 
 
 def test_model_data_mounts_s3_prefix_and_scopes_read():
     template, raw = synth_stack(lambda s: reference(s, model_data="s3://my-models/qwen3-32b"))
-    template.has_resource_properties("AWS::SageMaker::Model", {"PrimaryContainer": {
-        "ModelDataSource": {"S3DataSource": {"S3Uri": "s3://my-models/qwen3-32b/", "S3DataType": "S3Prefix",
-                                             "CompressionType": "None"}},
-        "Environment": Match.object_like({"SM_VLLM_MODEL": "/opt/ml/model"})}})
-    statements = [s for r in raw["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
-                  for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": {
+                "ModelDataSource": {
+                    "S3DataSource": {
+                        "S3Uri": "s3://my-models/qwen3-32b/",
+                        "S3DataType": "S3Prefix",
+                        "CompressionType": "None",
+                    }
+                },
+                "Environment": Match.object_like({"SM_VLLM_MODEL": "/opt/ml/model"}),
+            }
+        },
+    )
+    statements = [
+        s
+        for r in raw["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
     get_object = next(s for s in statements if s["Action"] == "s3:GetObject")
-    assert get_object["Resource"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-models/qwen3-32b*"]]}
+    assert get_object["Resource"] == {
+        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::my-models/qwen3-32b*"]]
+    }
 
 
 def test_role_has_no_wildcard_resources_except_where_aws_allows_none():
     _, raw = synth_stack(reference)
-    statements = [s for r in raw["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
-                  for s in r["Properties"]["PolicyDocument"]["Statement"]]
-    wildcard_actions = {a for s in statements if s["Resource"] == "*"
-                        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    statements = [
+        s
+        for r in raw["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    wildcard_actions = {
+        a
+        for s in statements
+        if s["Resource"] == "*"
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
     assert wildcard_actions == {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
     assert not any("sagemaker:*" in str(s["Action"]) or "s3:*" in str(s["Action"]) for s in statements)
 
@@ -151,21 +240,46 @@ def test_grant_invoke_is_scoped_to_the_endpoint():
         ep.grant_invoke(user)
 
     template, _ = synth_stack(build)
-    template.has_resource_properties("AWS::IAM::Policy", {"PolicyDocument": {"Statement": [{
-        "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-        "Effect": "Allow", "Resource": {"Ref": Match.string_like_regexp("Qwen3Endpoint")}}]}})
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": [
+                    {
+                        "Action": ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+                        "Effect": "Allow",
+                        "Resource": {"Ref": Match.string_like_regexp("Qwen3Endpoint")},
+                    }
+                ]
+            }
+        },
+    )
 
 
 def test_scaling_targets_concurrency_from_max_num_seqs():
     template, _ = synth_stack(lambda s: reference(s, scaling={"min_capacity": 1, "max_capacity": 4}))
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalableTarget", {
-        "MinCapacity": 1, "MaxCapacity": 4, "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
-        "ServiceNamespace": "sagemaker"})
-    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
-        "TargetTrackingScalingPolicyConfiguration": Match.object_like({
-            "TargetValue": 48,
-            "PredefinedMetricSpecification": {
-                "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"}})})
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "MinCapacity": 1,
+            "MaxCapacity": 4,
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "ServiceNamespace": "sagemaker",
+        },
+    )
+    template.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "TargetTrackingScalingPolicyConfiguration": Match.object_like(
+                {
+                    "TargetValue": 48,
+                    "PredefinedMetricSpecification": {
+                        "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+                    },
+                }
+            )
+        },
+    )
 
 
 def test_metrics_name_the_endpoint():
@@ -180,14 +294,25 @@ def test_metrics_name_the_endpoint():
 @pytest.mark.parametrize(
     ("props", "codes"),
     [
-        (dict(instance_type="ml.g5.12xlarge", engine={**ENGINE, "tensor_parallel_size": 4},
-              inference_ami_version=None), {"SI210"}),
+        (
+            dict(
+                instance_type="ml.g5.12xlarge",
+                engine={**ENGINE, "tensor_parallel_size": 4},
+                inference_ami_version=None,
+            ),
+            {"SI210"},
+        ),
         (dict(instance_type="ml.g6e.xlarge"), {"SI300"}),
         (dict(scaling={"min_capacity": 3, "max_capacity": 2}), {"SI600"}),
         (dict(scaling={"min_capacity": 0, "max_capacity": 2}), {"SI600"}),
         (dict(scaling={"max_capacity": 2, "target_value": -1}), {"SI601"}),
-        (dict(engine={**ENGINE, "tensor_parallel_size": 2}, speculative={**EAGLE3, "num_speculative_tokens": 0}),
-         {"SI310", "SI404"}),
+        (
+            dict(
+                engine={**ENGINE, "tensor_parallel_size": 2},
+                speculative={**EAGLE3, "num_speculative_tokens": 0},
+            ),
+            {"SI310", "SI404"},
+        ),
     ],
 )
 def test_invalid_configurations_raise_with_every_code(props, codes):
@@ -202,18 +327,28 @@ def test_invalid_configurations_raise_with_every_code(props, codes):
 def test_warnings_become_annotations():
     app = cdk.App()
     stack = cdk.Stack(app, "S", env=cdk.Environment(region="us-west-2"))
-    reference(stack, instance_type="ml.g6e.12xlarge", vllm_version="0.16.0", speculative=None,
-              engine={**ENGINE, "tensor_parallel_size": 2})
+    reference(
+        stack,
+        instance_type="ml.g6e.12xlarge",
+        vllm_version="0.16.0",
+        speculative=None,
+        engine={**ENGINE, "tensor_parallel_size": 2},
+    )
     from aws_cdk.assertions import Annotations
+
     Annotations.from_stack(stack).has_warning("/S/Qwen3", Match.string_like_regexp("SI211|SI312"))
 
 
 def test_from_spec_yaml(tmp_path):
     from tests.conftest import EXAMPLE_SPECS
 
-    template, _ = synth_stack(lambda s: SpeculativeVllmEndpoint.from_spec(s, "Ref", EXAMPLE_SPECS / "vllm-g7e-2xlarge.yaml"))
-    template.has_resource_properties("AWS::SageMaker::EndpointConfig", {
-        "ProductionVariants": [Match.object_like({"InstanceType": "ml.g7e.2xlarge"})]})
+    template, _ = synth_stack(
+        lambda s: SpeculativeVllmEndpoint.from_spec(s, "Ref", EXAMPLE_SPECS / "vllm-g7e-2xlarge.yaml")
+    )
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {"ProductionVariants": [Match.object_like({"InstanceType": "ml.g7e.2xlarge"})]},
+    )
 
 
 def test_from_spec_rejects_lmi():
@@ -231,7 +366,10 @@ def test_from_spec_rejects_lmi():
         (dict(model_data="https://bucket/x"), "model_data: 'https://bucket/x' is not an S3 URI"),
         (dict(enable_network_isolation=True), "enable_network_isolation needs model_data"),
         (dict(engine={**ENGINE, "max_model_len": "long"}), "engine.max_model_len"),
-        (dict(container_startup_health_check_timeout=cdk.Duration.hours(2)), "outside the allowed 60 to 3600"),
+        (
+            dict(container_startup_health_check_timeout=cdk.Duration.hours(2)),
+            "outside the allowed 60 to 3600",
+        ),
     ],
 )
 def test_bad_props_raise_clear_errors(props, message):

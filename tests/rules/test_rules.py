@@ -16,8 +16,13 @@ LMI_G6E = {
     "engine": {"tensor_parallel_size": 4},
     "speculative": None,
 }
-G5_QWEN14B = {"instance_type": "ml.g5.12xlarge", "model": {"id": "Qwen/Qwen3-14B"}, "speculative": None,
-              "inference_ami_version": "auto", "engine": {"tensor_parallel_size": 4}}
+G5_QWEN14B = {
+    "instance_type": "ml.g5.12xlarge",
+    "model": {"id": "Qwen/Qwen3-14B"},
+    "speculative": None,
+    "inference_ami_version": "auto",
+    "engine": {"tensor_parallel_size": 4},
+}
 UNKNOWN_MISTRAL = {
     "id": "acme/mistral-like-7b",
     "architecture": "MistralForCausalLM",
@@ -36,49 +41,112 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI110": ({"region": "eu-west-1"}, {"region": "xx-west-9"}),
     "SI111": ({**LMI_G6E, "region": "us-east-1"}, {**LMI_G6E, "region": "us-west-1"}),
     "SI120": ({}, {"container": {"version": "0.99.0"}}),
-    "SI122": ({}, {"instance_type": "ml.g6e.12xlarge", "container": {"version": "0.11.0"},
-                   "engine": {"tensor_parallel_size": 4}}),
-    "SI200": ({"instance_type": "ml.p3.8xlarge", "container": {"version": "0.19.1"}, "engine": {"dtype": "float16"},
-               "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None},
-              {"instance_type": "ml.p3.8xlarge", "container": {"version": "0.20.0"}, "engine": {"dtype": "float16"},
-               "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None}),
+    "SI122": (
+        {},
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": "0.11.0"},
+            "engine": {"tensor_parallel_size": 4},
+        },
+    ),
+    "SI200": (
+        {
+            "instance_type": "ml.p3.8xlarge",
+            "container": {"version": "0.19.1"},
+            "engine": {"dtype": "float16"},
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "speculative": None,
+        },
+        {
+            "instance_type": "ml.p3.8xlarge",
+            "container": {"version": "0.20.0"},
+            "engine": {"dtype": "float16"},
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "speculative": None,
+        },
+    ),
     "SI201": ({}, {"container": {"framework": "lmi", "version": "20"}}),
-    "SI210": ({"instance_type": "ml.g5.12xlarge", "engine": {"tensor_parallel_size": 4},
-               "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
-              {"instance_type": "ml.g5.12xlarge", "engine": {"tensor_parallel_size": 4}}),
-    "SI211": ({}, {"instance_type": "ml.g6e.12xlarge", "container": {"version": "0.16.0"},
-                   "engine": {"tensor_parallel_size": 4}}),
-    "SI212": ({"instance_type": "ml.g6.12xlarge", "container": {"version": "0.20.0"}, "speculative": None,
-               "engine": {"tensor_parallel_size": 4}, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
-              {"instance_type": "ml.g6.12xlarge", "speculative": None, "engine": {"tensor_parallel_size": 4}}),
-    "SI220": ({"instance_type": "ml.g4dn.12xlarge", "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None,
-               "engine": {"dtype": "float16", "tensor_parallel_size": 4}},
-              {"instance_type": "ml.g4dn.12xlarge", "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None,
-               "engine": {"dtype": "bfloat16", "tensor_parallel_size": 4}}),
+    "SI210": (
+        {
+            "instance_type": "ml.g5.12xlarge",
+            "engine": {"tensor_parallel_size": 4},
+            "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1",
+        },
+        {"instance_type": "ml.g5.12xlarge", "engine": {"tensor_parallel_size": 4}},
+    ),
+    "SI211": (
+        {},
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": "0.16.0"},
+            "engine": {"tensor_parallel_size": 4},
+        },
+    ),
+    "SI212": (
+        {
+            "instance_type": "ml.g6.12xlarge",
+            "container": {"version": "0.20.0"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 4},
+            "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1",
+        },
+        {"instance_type": "ml.g6.12xlarge", "speculative": None, "engine": {"tensor_parallel_size": 4}},
+    ),
+    "SI220": (
+        {
+            "instance_type": "ml.g4dn.12xlarge",
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "speculative": None,
+            "engine": {"dtype": "float16", "tensor_parallel_size": 4},
+        },
+        {
+            "instance_type": "ml.g4dn.12xlarge",
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "speculative": None,
+            "engine": {"dtype": "bfloat16", "tensor_parallel_size": 4},
+        },
+    ),
     "SI300": ({}, {"instance_type": "ml.g6e.xlarge"}),
-    "SI301": ({}, {"model": {"id": "Qwen/Qwen3-8B"}, "speculative": {"model": "RedHatAI/Qwen3-8B-speculator.eagle3"}}),
+    "SI301": (
+        {},
+        {"model": {"id": "Qwen/Qwen3-8B"}, "speculative": {"model": "RedHatAI/Qwen3-8B-speculator.eagle3"}},
+    ),
     "SI310": ({}, {"engine": {"tensor_parallel_size": 2}}),
     "SI311": ({**G5_QWEN14B}, {**G5_QWEN14B, "engine": {"tensor_parallel_size": 3}}),
     "SI312": ({**G5_QWEN14B}, {**G5_QWEN14B, "engine": {"tensor_parallel_size": 2}}),
     "SI320": ({}, {"engine": {"max_model_len": 50000}}),
-    "SI330": ({"model": UNKNOWN_MISTRAL, "speculative": None},
-              {"model": {"id": "acme/unknown-7b"}, "speculative": None}),
+    "SI330": (
+        {"model": UNKNOWN_MISTRAL, "speculative": None},
+        {"model": {"id": "acme/unknown-7b"}, "speculative": None},
+    ),
     "SI400": ({}, {"speculative": {"method": "eagle9"}}),
-    "SI401": ({},
-              {"model": UNKNOWN_MISTRAL, "speculative": {"model": "acme/mistral-eagle3"}}),
-    "SI402": ({"container": {"version": "0.16.0"}, "speculative": {"parallel_drafting": True}},
-              {"speculative": {"parallel_drafting": True}}),
+    "SI401": ({}, {"model": UNKNOWN_MISTRAL, "speculative": {"model": "acme/mistral-eagle3"}}),
+    "SI402": (
+        {"container": {"version": "0.16.0"}, "speculative": {"parallel_drafting": True}},
+        {"speculative": {"parallel_drafting": True}},
+    ),
     "SI403": ({}, {"speculative": {"acceptance_boost": 2}}),
     "SI404": ({}, {"speculative": {"num_speculative_tokens": 0}}),
-    "SI405": ({"speculative": {"draft_tensor_parallel_size": 1}}, {"speculative": {"draft_tensor_parallel_size": 2}}),
+    "SI405": (
+        {"speculative": {"draft_tensor_parallel_size": 1}},
+        {"speculative": {"draft_tensor_parallel_size": 2}},
+    ),
     "SI406": ({}, {"model": {"id": "Qwen/Qwen3-14B"}}),
     "SI500": ({"engine": {"enable_prefix_caching": True}}, {"engine": {"enable_prefix_cach": True}}),
     "SI501": ({}, {"engine": {"model": "Qwen/Qwen3-32B"}}),
-    "SI510": ({"environment": {f"EXTRA_{i}": "x" for i in range(10)}},
-              {"environment": {f"EXTRA_{i}": "x" for i in range(100)}}),
+    "SI510": (
+        {"environment": {f"EXTRA_{i}": "x" for i in range(10)}},
+        {"environment": {f"EXTRA_{i}": "x" for i in range(100)}},
+    ),
     "SI520": ({"engine": {"enable_lora": False}}, {"engine": {"enable_lora": True}}),
-    "SI600": ({"scaling": {"min_capacity": 1, "max_capacity": 2}}, {"scaling": {"min_capacity": 3, "max_capacity": 2}}),
-    "SI601": ({"scaling": {"max_capacity": 2, "target_value": 8}}, {"scaling": {"max_capacity": 2, "target_value": 0}}),
+    "SI600": (
+        {"scaling": {"min_capacity": 1, "max_capacity": 2}},
+        {"scaling": {"min_capacity": 3, "max_capacity": 2}},
+    ),
+    "SI601": (
+        {"scaling": {"max_capacity": 2, "target_value": 8}},
+        {"scaling": {"max_capacity": 2, "target_value": 0}},
+    ),
 }
 
 # Rules whose non-compliant input cannot be written as a spec against today's catalog data; they are
@@ -155,7 +223,9 @@ def test_unknown_speculative_key_says_dropped_before_016():
     findings = check(deep_merge(REFERENCE_SPEC, {"speculative": {"acceptance_boost": 2}})).findings
     assert "silently drops it" in next(f for f in findings if f.code == "SI403").message
     findings = check(
-        deep_merge(REFERENCE_SPEC, {"container": {"version": "0.16.0"}, "speculative": {"acceptance_boost": 2}})
+        deep_merge(
+            REFERENCE_SPEC, {"container": {"version": "0.16.0"}, "speculative": {"acceptance_boost": 2}}
+        )
     ).findings
     assert "refuses to start" in next(f for f in findings if f.code == "SI403").message
 
@@ -176,7 +246,12 @@ def test_scaling_errors(scaling, expected):
 
 def test_all_errors_reported_at_once():
     findings = check(
-        deep_merge(REFERENCE_SPEC, {"engine": {"tensor_parallel_size": 2, "max_model_len": 50000},
-                                    "speculative": {"num_speculative_tokens": 0}})
+        deep_merge(
+            REFERENCE_SPEC,
+            {
+                "engine": {"tensor_parallel_size": 2, "max_model_len": 50000},
+                "speculative": {"num_speculative_tokens": 0},
+            },
+        )
     ).findings
     assert {"SI310", "SI320", "SI404"} <= {f.code for f in findings}
