@@ -10,7 +10,7 @@ import os
 
 import aws_cdk as cdk
 
-from speculative_infra import SpeculativeVllmEndpoint
+from speculative_infra import InferenceComponentEndpoint, LmiInferenceComponent, SpeculativeVllmEndpoint
 
 QWEN3_32B_ENGINE = {
     "max_model_len": 4096,
@@ -63,6 +63,32 @@ def build_app(outdir: str | None = None) -> cdk.App:
         vllm_version="0.17.1",
         engine={"max_model_len": 8192, "max_num_seqs": 32},
         speculative={"model": "RedHatAI/Qwen3-8B-speculator.eagle3", "num_speculative_tokens": 3},
+    )
+
+    # The LMI path of the benchmark: Qwen3-32B on DJL LMI v20 (vLLM 0.15.1 async), 4 x L40S, as an
+    # inference component; plus a small model that scales to zero copies (and instances) when idle.
+    lmi = cdk.Stack(app, "LmiInferenceComponents", env=cdk.Environment(region="us-east-1"))
+    shared = InferenceComponentEndpoint(
+        lmi, "SharedG6e", instance_type="ml.g6e.12xlarge", min_instance_count=1, max_instance_count=2
+    )
+    LmiInferenceComponent(
+        lmi,
+        "Qwen3Lmi",
+        endpoint=shared,
+        model_id="Qwen/Qwen3-32B",
+        lmi_version="20",
+        tensor_parallel_degree=4,
+        engine={k: v for k, v in QWEN3_32B_ENGINE.items() if k != "tensor_parallel_size"},
+        scaling={"min_capacity": 1, "max_capacity": 2},
+    )
+    LmiInferenceComponent(
+        lmi,
+        "Qwen3SmallScaleToZero",
+        instance_type="ml.g5.xlarge",
+        model_id="Qwen/Qwen3-8B",
+        lmi_version="20",
+        engine={"max_model_len": 8192, "max_num_seqs": 32},
+        scaling={"min_capacity": 0, "max_capacity": 2},
     )
     return app
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from speculative_infra.rules import all_rules
+from speculative_infra.rules import capacity
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
@@ -41,6 +42,18 @@ def render() -> str:
         doc = (r.check.__doc__ or "").strip()
         if doc:
             lines += ["", doc]
+    lines += [
+        "",
+        "## Endpoint-level checks",
+        "",
+        "Checked by `InferenceComponentEndpoint` over every component attached to it.",
+        "",
+        f"### {capacity.CODE} (error)",
+        "",
+        f"{capacity.TITLE}.",
+        "",
+        f"Why: {capacity.RATIONALE}",
+    ]
     return "\n".join(lines) + "\n"
 
 

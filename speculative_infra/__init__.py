@@ -14,6 +14,8 @@ from speculative_infra._version import __version__
 if TYPE_CHECKING:
     from speculative_infra.check import CheckResult, check
     from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
+    from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
+    from speculative_infra.constructs.lmi_component import LmiInferenceComponent
     from speculative_infra.errors import CompatibilityError
     from speculative_infra.rules import Finding, Severity
     from speculative_infra.spec import (
@@ -34,6 +36,8 @@ _EXPORTS = {
     "DeploymentSpec": "speculative_infra.spec",
     "EngineArgs": "speculative_infra.spec",
     "Finding": "speculative_infra.rules",
+    "InferenceComponentEndpoint": "speculative_infra.constructs.inference_component_endpoint",
+    "LmiInferenceComponent": "speculative_infra.constructs.lmi_component",
     "ScalingOptions": "speculative_infra.spec",
     "ScheduledCapacity": "speculative_infra.spec",
     "Severity": "speculative_infra.rules",
@@ -50,6 +54,8 @@ __all__ = [
     "DeploymentSpec",
     "EngineArgs",
     "Finding",
+    "InferenceComponentEndpoint",
+    "LmiInferenceComponent",
     "ScalingOptions",
     "ScheduledCapacity",
     "Severity",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,9 @@ from typing import Any
 import pytest
 
 from speculative_infra.cli.main import main
+
+# jsii prints a Node end-of-life banner on Node 20; it is noise in test output.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SPECS = REPO / "examples" / "specs"

@@ -46,22 +46,27 @@ def add_execution_permissions(
     in_vpc: bool = False,
 ) -> None:
     """Grant exactly what a SageMaker model container needs. Wildcards only where AWS allows no resource."""
-    statements = [
-        iam.PolicyStatement(
-            sid="PullContainerImage",
-            actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-            resources=list(image_repository_arns),
-        ),
+    statements = []
+    if image_repository_arns:  # an inference-component endpoint's role gets them as components attach
+        statements.append(
+            iam.PolicyStatement(
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                resources=list(image_repository_arns),
+            )
+        )
+    statements += [
         # GetAuthorizationToken and PutMetricData accept no resource ARN.
-        iam.PolicyStatement(sid="EcrAuthorization", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+        iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]),
         iam.PolicyStatement(
-            sid="PublishEndpointMetrics",
             actions=["cloudwatch:PutMetricData"],
             resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
         ),
         iam.PolicyStatement(
-            sid="WriteEndpointLogs",
             actions=[
                 "logs:CreateLogGroup",
                 "logs:CreateLogStream",
@@ -77,7 +82,6 @@ def add_execution_permissions(
     for location in model_data:
         statements.append(
             iam.PolicyStatement(
-                sid=None,
                 actions=["s3:GetObject"],
                 resources=[location.object_arn_pattern()],
             )
@@ -93,7 +97,6 @@ def add_execution_permissions(
         # SageMaker creates ENIs in the user's subnets; these EC2 actions accept no resource scoping.
         statements.append(
             iam.PolicyStatement(
-                sid="AttachToVpc",
                 actions=[
                     "ec2:CreateNetworkInterface",
                     "ec2:CreateNetworkInterfacePermission",

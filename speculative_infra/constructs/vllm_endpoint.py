@@ -14,18 +14,18 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
-from pydantic import BaseModel
 
 from speculative_infra.check import CheckResult
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
+from speculative_infra.constructs.network import model_vpc_config
+from speculative_infra.constructs.props import as_mapping, default_timeouts, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
 from speculative_infra.render import render_environment
 from speculative_infra.resolve import AUTO_AMI, ResolvedDeployment
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
-from speculative_infra.sizing import DTYPE_BYTES, weights_mib
 from speculative_infra.spec import (
     DeploymentSpec,
     EngineArgs,
@@ -38,7 +38,6 @@ from speculative_infra.spec import (
 
 VARIANT_NAME = "AllTraffic"
 MODEL_MOUNT_PATH = "/opt/ml/model"
-_TIMEOUT_RANGE = (60, 3600)
 
 
 @dataclass(frozen=True)
@@ -72,28 +71,6 @@ class DeploymentGuardrails:
                 problems.append(f"{name} is {value}; allowed: {low} to {high}")
         if problems:
             raise ValueError("DeploymentGuardrails: " + "; ".join(problems))
-
-
-def _seconds(value: Duration | None, field: str, default: int) -> int:
-    if value is None:
-        return default
-    seconds = int(value.to_seconds())
-    low, high = _TIMEOUT_RANGE
-    if not low <= seconds <= high:
-        raise ValueError(f"{field}: {seconds} seconds is outside the allowed {low} to {high} seconds")
-    return seconds
-
-
-def default_timeouts(deployment: ResolvedDeployment) -> tuple[int, int]:
-    """(download, startup) seconds sized to the weights: ~20 s and ~15 s per GB, at least 10 minutes."""
-    if deployment.model is None:
-        return 900, 900
-    gb = weights_mib(deployment.model, DTYPE_BYTES.get(str(deployment.engine.get("dtype")), 2)) * 2**20 / 1e9
-    return _clamp_timeout(gb * 20), _clamp_timeout(gb * 15)
-
-
-def _clamp_timeout(seconds: float) -> int:
-    return int(min(_TIMEOUT_RANGE[1], max(600, seconds)))
 
 
 class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
@@ -178,11 +155,11 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             "instance_count": instance_count,
             "container": {"framework": "vllm", "version": vllm_version},
             "model": {"id": model_id or model_data, **dict(model_facts or {})},
-            "engine": _as_mapping(engine),
-            "speculative": _as_mapping(speculative) if speculative is not None else None,
+            "engine": as_mapping(engine),
+            "speculative": as_mapping(speculative) if speculative is not None else None,
             "inference_ami_version": inference_ami_version,
             "environment": dict(environment or {}),
-            "scaling": _as_mapping(scaling) if scaling is not None else None,
+            "scaling": as_mapping(scaling) if scaling is not None else None,
         }
         if Token.is_unresolved(instance_type):
             raise ValueError(f"{self.node.path}: instance_type must be a literal: every check depends on it")
@@ -288,7 +265,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             self.resolved, model_location=MODEL_MOUNT_PATH if self._model_data is not None else None
         )
         self.environment: dict[str, str] = dict(environment or {})
-        vpc_config = self._vpc_config(vpc, vpc_subnets, security_groups)
+        vpc_config, self.security_groups = model_vpc_config(self, vpc, vpc_subnets, security_groups)
         self.model = sagemaker.CfnModel(
             self,
             "Model",
@@ -316,10 +293,10 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
                     initial_instance_count=spec.instance_count,
                     inference_ami_version=host.inference_ami_version if host else None,
                     volume_size_in_gb=volume_size_in_gb,
-                    container_startup_health_check_timeout_in_seconds=_seconds(
+                    container_startup_health_check_timeout_in_seconds=timeout_seconds(
                         startup_timeout, "container_startup_health_check_timeout", startup_default
                     ),
-                    model_data_download_timeout_in_seconds=_seconds(
+                    model_data_download_timeout_in_seconds=timeout_seconds(
                         download_timeout, "model_data_download_timeout", download_default
                     ),
                 )
@@ -364,27 +341,6 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             )
         )
 
-    def _vpc_config(
-        self,
-        vpc: ec2.IVpc | None,
-        subnets: ec2.SubnetSelection | None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None,
-    ) -> sagemaker.CfnModel.VpcConfigProperty | None:
-        if vpc is None:
-            return None
-        groups = list(security_groups or [])
-        if not groups:
-            groups = [
-                ec2.SecurityGroup(
-                    self, "SecurityGroup", vpc=vpc, description="speculative-infra model containers"
-                )
-            ]
-        self.security_groups = groups
-        selected = vpc.select_subnets(**({} if subnets is None else _subnet_kwargs(subnets)))
-        return sagemaker.CfnModel.VpcConfigProperty(
-            security_group_ids=[g.security_group_id for g in groups], subnets=selected.subnet_ids
-        )
-
     # --- public helpers ---------------------------------------------------------------------------
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -394,26 +350,6 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
             resource_arns=[self.endpoint_arn],
         )
-
-
-def _as_mapping(value: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if isinstance(value, BaseModel):
-        return value.model_dump(exclude_none=True)
-    return dict(value)
-
-
-def _subnet_kwargs(selection: ec2.SubnetSelection) -> dict[str, Any]:
-    keys = (
-        "availability_zones",
-        "one_per_az",
-        "subnet_filters",
-        "subnet_group_name",
-        "subnets",
-        "subnet_type",
-    )
-    return {k: getattr(selection, k) for k in keys if getattr(selection, k, None) is not None}
 
 
 def _deployment_config(

@@ -1,0 +1,45 @@
+"""Helpers for construct props: typed model or mapping, durations in the API's allowed ranges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import Duration
+from pydantic import BaseModel
+
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.sizing import DTYPE_BYTES, weights_mib
+
+TIMEOUT_RANGE = (60, 3600)  # ContainerStartupHealthCheckTimeoutInSeconds, ModelDataDownloadTimeoutInSeconds
+
+
+def as_mapping(value: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
+    """Props that carry structure accept the pydantic model or a plain mapping with the same keys."""
+    if value is None:
+        return {}
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_none=True)
+    return dict(value)
+
+
+def timeout_seconds(value: Duration | None, field: str, default: int) -> int:
+    if value is None:
+        return default
+    seconds = int(value.to_seconds())
+    low, high = TIMEOUT_RANGE
+    if not low <= seconds <= high:
+        raise ValueError(f"{field}: {seconds} seconds is outside the allowed {low} to {high} seconds")
+    return seconds
+
+
+def default_timeouts(deployment: ResolvedDeployment) -> tuple[int, int]:
+    """(download, startup) seconds sized to the weights: ~20 s and ~15 s per GB, at least 10 minutes."""
+    if deployment.model is None:
+        return 900, 900
+    gb = weights_mib(deployment.model, DTYPE_BYTES.get(str(deployment.engine.get("dtype")), 2)) * 2**20 / 1e9
+    return _clamp_timeout(gb * 20), _clamp_timeout(gb * 15)
+
+
+def _clamp_timeout(seconds: float) -> int:
+    return int(min(TIMEOUT_RANGE[1], max(600, seconds)))
