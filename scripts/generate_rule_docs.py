@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from speculative_infra.rules import all_rules
-from speculative_infra.rules import capacity
+from speculative_infra.rules import capacity, optimization
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
@@ -53,7 +53,13 @@ def render() -> str:
         f"{capacity.TITLE}.",
         "",
         f"Why: {capacity.RATIONALE}",
+        "",
+        "## EagleOptimizationJob checks",
+        "",
+        "Checked by `EagleOptimizationJob` on its inputs.",
     ]
+    for code, (title, rationale) in optimization.CHECKS.items():
+        lines += ["", f"### {code} (error)", "", f"{title}.", "", f"Why: {rationale}"]
     return "\n".join(lines) + "\n"
 
 

@@ -13,9 +13,10 @@ from speculative_infra._version import __version__
 
 if TYPE_CHECKING:
     from speculative_infra.check import CheckResult, check
-    from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
+    from speculative_infra.constructs.eagle_job import EagleOptimizationJob, TrainedDraft
     from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+    from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
     from speculative_infra.errors import CompatibilityError
     from speculative_infra.rules import Finding, Severity
     from speculative_infra.spec import (
@@ -35,6 +36,7 @@ _EXPORTS = {
     "DeploymentGuardrails": "speculative_infra.constructs.vllm_endpoint",
     "DeploymentSpec": "speculative_infra.spec",
     "EngineArgs": "speculative_infra.spec",
+    "EagleOptimizationJob": "speculative_infra.constructs.eagle_job",
     "Finding": "speculative_infra.rules",
     "InferenceComponentEndpoint": "speculative_infra.constructs.inference_component_endpoint",
     "LmiInferenceComponent": "speculative_infra.constructs.lmi_component",
@@ -44,6 +46,7 @@ _EXPORTS = {
     "SpecError": "speculative_infra.spec",
     "SpeculativeConfig": "speculative_infra.spec",
     "SpeculativeVllmEndpoint": "speculative_infra.constructs.vllm_endpoint",
+    "TrainedDraft": "speculative_infra.constructs.eagle_job",
     "load_spec": "speculative_infra.spec",
 }
 
@@ -52,6 +55,7 @@ __all__ = [
     "CompatibilityError",
     "DeploymentGuardrails",
     "DeploymentSpec",
+    "EagleOptimizationJob",
     "EngineArgs",
     "Finding",
     "InferenceComponentEndpoint",
@@ -62,6 +66,7 @@ __all__ = [
     "SpecError",
     "SpeculativeConfig",
     "SpeculativeVllmEndpoint",
+    "TrainedDraft",
     "__version__",
     "check",
     "load_spec",

@@ -26,6 +26,7 @@ from speculative_infra.catalog.models import (
     LmiRepository,
     ModelFacts,
     Observation,
+    OptimizationFacts,
     Price,
     PriceList,
     RecommendedAmis,
@@ -73,6 +74,7 @@ class Catalog(BaseModel):
     models: dict[str, ModelFacts]
     drafts: dict[str, Draft]
     vllm: VllmFacts
+    optimization: OptimizationFacts
 
     # --- instances ---------------------------------------------------------------------------
 
@@ -208,6 +210,7 @@ def load_catalog() -> Catalog:
         "models": _read_yaml("models.yaml")["models"],
         "drafts": _read_yaml("drafts.yaml")["drafts"],
         "vllm": _read_yaml("vllm.yaml"),
+        "optimization": _read_yaml("optimization.yaml"),
     }
     catalog: Catalog = _parse(Catalog, data, "catalog")
     _check_references(catalog)

@@ -248,3 +248,31 @@ class SupportFact(Sourced):
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     lora_with_speculative: SupportFact
+
+
+class OptimizationInstanceTypes(Sourced):
+    values: list[str]
+
+
+class EagleArchitectures(Sourced):
+    eagle3: list[str]
+    eagle2: list[str]
+
+    def technique(self, architecture: str) -> str | None:
+        """'eagle3' or 'eagle2' (vLLM's method names: eagle3, eagle) for an HF architecture, else None."""
+        if architecture in self.eagle3:
+            return "eagle3"
+        if architecture in self.eagle2:
+            return "eagle2"
+        return None
+
+
+class OptimizationOutputLayout(Sourced):
+    draft_prefix: str
+    results_prefix: str
+
+
+class OptimizationFacts(Fact):
+    deployment_instance_types: OptimizationInstanceTypes
+    eagle_architectures: EagleArchitectures
+    output_layout: OptimizationOutputLayout

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aws_cdk import Duration, Tags, Token
+from aws_cdk import Annotations, Duration, Tags, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -16,6 +16,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from speculative_infra.check import CheckResult
+from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
@@ -91,7 +92,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         model_facts: Mapping[str, Any] | None = None,
         vllm_version: str | None = None,
         engine: EngineArgs | Mapping[str, Any] | None = None,
-        speculative: SpeculativeConfig | Mapping[str, Any] | None = None,
+        speculative: SpeculativeConfig | TrainedDraft | Mapping[str, Any] | None = None,
         instance_count: int = 1,
         inference_ami_version: str | None = AUTO_AMI,
         scaling: ScalingOptions | Mapping[str, Any] | None = None,
@@ -119,7 +120,8 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             section). Default: the catalog's.
         :param vllm_version: vLLM DLC release. Default: the newest in the catalog.
         :param engine: vLLM engine args (snake_case). Default: chosen by resolve (see `resolved.defaults`).
-        :param speculative: vLLM speculative config. Default: none (no speculative decoding).
+        :param speculative: vLLM speculative config, or ``EagleOptimizationJob.as_speculative_config()``
+            (the trained draft is mounted at /opt/ml/model). Default: none (no speculative decoding).
         :param instance_count: initial instance count. Default: 1.
         :param inference_ami_version: host image; None for SageMaker's default. Default: "auto", the
             default host if its driver fits the container, else the host image AWS recommends for its CUDA.
@@ -144,6 +146,13 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         if model_id is None and model_data is None:
             raise ValueError(f"{self.node.path}: give model_id (a Hugging Face id) or model_data (an S3 URI)")
         self._model_data = parse_s3_uri(model_data, "model_data") if model_data is not None else None
+        self._trained_draft = speculative if isinstance(speculative, TrainedDraft) else None
+        speculative_config = speculative.config if isinstance(speculative, TrainedDraft) else speculative
+        if self._trained_draft is not None and self._model_data is not None:
+            raise ValueError(
+                f"{self.node.path}: a trained draft and model_data both need the model's one ModelDataSource; "
+                "load the target from model_id when serving a draft from EagleOptimizationJob"
+            )
         if enable_network_isolation and self._model_data is None:
             raise ValueError(
                 f"{self.node.path}: enable_network_isolation needs model_data: an isolated container cannot "
@@ -156,7 +165,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             "container": {"framework": "vllm", "version": vllm_version},
             "model": {"id": model_id or model_data, **dict(model_facts or {})},
             "engine": as_mapping(engine),
-            "speculative": as_mapping(speculative) if speculative is not None else None,
+            "speculative": as_mapping(speculative_config) if speculative_config is not None else None,
             "inference_ami_version": inference_ami_version,
             "environment": dict(environment or {}),
             "scaling": as_mapping(scaling) if scaling is not None else None,
@@ -261,6 +270,14 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
                 in_vpc=vpc is not None,
             )
 
+        if self._trained_draft is not None:
+            self._trained_draft.bucket.grant_read(self.role, f"{self._trained_draft.key_prefix}*")
+            if not self._trained_draft.waits_for_completion:
+                Annotations.of(self).add_warning_v2(
+                    "speculative-infra:draft-not-awaited",
+                    "the EagleOptimizationJob does not wait for its job (wait=False): the endpoint will find no "
+                    "draft until the job completes; deploy the endpoint in a later update",
+                )
         environment = render_environment(
             self.resolved, model_location=MODEL_MOUNT_PATH if self._model_data is not None else None
         )
@@ -279,6 +296,8 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             vpc_config=vpc_config,
         )
 
+        if self._trained_draft is not None:  # the draft exists once the job's resource is complete
+            self.model.node.add_dependency(self._trained_draft.job)
         download_default, startup_default = default_timeouts(self.resolved)
         host = self.resolved.host
         self.variant_name = VARIANT_NAME
@@ -332,9 +351,12 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             Tags.of(self).add(key, value)
 
     def _model_data_source(self) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
-        if self._model_data is None:
+        if self._trained_draft is not None:
+            uri = self._trained_draft.s3_uri
+        elif self._model_data is not None:
+            uri = self._model_data.uri if self._model_data.uri.endswith("/") else self._model_data.uri + "/"
+        else:
             return None
-        uri = self._model_data.uri if self._model_data.uri.endswith("/") else self._model_data.uri + "/"
         return sagemaker.CfnModel.ModelDataSourceProperty(
             s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
                 s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"

@@ -1,0 +1,337 @@
+"""EagleOptimizationJob: train an EAGLE draft head with a SageMaker optimization job, as a custom resource."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.constructs.execution_role import add_execution_permissions
+from speculative_infra.constructs.image import image_uri, repository_arn
+from speculative_infra.errors import CompatibilityError
+from speculative_infra.rules.optimization import check_optimization_job
+from speculative_infra.s3_uri import S3Location, parse_s3_uri
+from speculative_infra.spec import SpeculativeConfig
+
+HANDLERS_DIR = Path(__file__).resolve().parent.parent / "handlers"
+LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_13
+# CloudFormation waits at most one hour for a custom resource; keep the provider's total below it.
+MAX_WAIT = Duration.minutes(55)
+POLL_INTERVAL = Duration.minutes(1)
+DEFAULT_MAX_RUNTIME = Duration.hours(8)
+DRAFT_MOUNT_PATH = "/opt/ml/model"
+
+
+@dataclass(frozen=True)
+class TrainedDraft:
+    """A draft head trained by an EagleOptimizationJob, ready to mount on an endpoint.
+
+    Pass it as ``speculative=`` to SpeculativeVllmEndpoint: the endpoint mounts ``bucket/key_prefix``
+    at /opt/ml/model through ModelDataSource (CloudFormation has no AdditionalModelDataSources) and
+    points the speculative config's ``model`` at that path; the target still loads from its HF id.
+    """
+
+    config: SpeculativeConfig
+    bucket: s3.IBucket
+    key_prefix: str
+    job: CustomResource
+    waits_for_completion: bool
+
+    @property
+    def s3_uri(self) -> str:
+        return f"s3://{self.bucket.bucket_name}/{self.key_prefix}"
+
+
+class EagleOptimizationJob(Construct):
+    """Runs CreateOptimizationJob (technique EAGLE) during deployment and exposes the trained draft."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        deployment_instance_type: str,
+        model_id: str,
+        model_s3_uri: str | None = None,
+        sagemaker_model_name: str | None = None,
+        model_architecture: str | None = None,
+        accept_eula: bool = False,
+        training_data: str | None = None,
+        training_data_type: str = "S3Prefix",
+        output_bucket: s3.IBucket | None = None,
+        output_prefix: str = "eagle-optimization/",
+        max_runtime: Duration | None = None,
+        wait: bool = True,
+        kms_key: kms.IKey | None = None,
+        role: iam.IRole | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        """
+        :param deployment_instance_type: the instance type the draft is trained for (an endpoint's).
+        :param model_id: Hugging Face id of the target model: names its catalog facts; with neither
+            ``model_s3_uri`` nor ``sagemaker_model_name``, a SageMaker model with HF_MODEL_ID is created
+            as the job's source.
+        :param model_s3_uri: S3 prefix of the target's weights (the documented source). Default: none.
+        :param sagemaker_model_name: an existing SageMaker model as the source. Default: none.
+        :param model_architecture: HF architecture for a model the catalog does not know.
+        :param accept_eula: ModelAccessConfig.AcceptEula for gated weights in S3. Default: false.
+        :param training_data: S3 URI (prefix or manifest) of ShareGPT / OpenAI-format data.
+            Default: SageMaker's curated datasets.
+        :param training_data_type: S3Prefix or ManifestFile. Default: S3Prefix.
+        :param output_bucket: Default: a bucket is created (encrypted, versioned, TLS only, retained
+            on stack deletion).
+        :param output_prefix: Default: "eagle-optimization/"; each job writes under <prefix><job name>/.
+        :param max_runtime: StoppingCondition.MaxRuntimeInSeconds. Default: 8 hours.
+        :param wait: wait for the job inside the deployment (at most 55 minutes: CloudFormation's
+            custom-resource limit is one hour), or start it and return. Default: true. Use false for
+            long jobs: the draft location is known in advance; deploy the endpoint in a later update.
+        :param kms_key: encrypts the job output and the created bucket. Default: S3 managed keys.
+        :param role: the job's execution role. Default: created with access to exactly its inputs.
+        :param tags: tags on the job. Default: none.
+        """
+        super().__init__(scope, construct_id)
+        self.wait = wait
+        cat = load_catalog()
+        facts = cat.model(model_id)
+        architecture = model_architecture or (facts.architecture if facts else None)
+        self.technique = cat.optimization.eagle_architectures.technique(architecture or "")
+        sources = [s for s in (model_s3_uri, sagemaker_model_name) if s is not None]
+        if len(sources) > 1:
+            raise ValueError(f"{self.node.path}: give at most one of model_s3_uri and sagemaker_model_name")
+        if training_data_type not in ("S3Prefix", "ManifestFile"):
+            raise ValueError(
+                f"{self.node.path}: training_data_type is {training_data_type!r}; allowed: S3Prefix, ManifestFile"
+            )
+        uri_problems: list[tuple[str, str]] = []
+        locations: dict[str, S3Location] = {}
+        for field, uri in (("model_s3_uri", model_s3_uri), ("training_data", training_data)):
+            if uri is not None and not Token.is_unresolved(uri):
+                try:
+                    locations[field] = parse_s3_uri(uri, field)
+                except ValueError as err:
+                    uri_problems.append((field, str(err)))
+        findings = check_optimization_job(
+            deployment_instance_type=deployment_instance_type,
+            architecture=architecture,
+            model_id=model_id,
+            uri_problems=uri_problems,
+        )
+        if findings:
+            raise CompatibilityError(findings, where=self.node.path)
+        max_seconds = int((max_runtime or DEFAULT_MAX_RUNTIME).to_seconds())
+        if max_seconds < 1:
+            raise ValueError(f"{self.node.path}: max_runtime must be positive")
+
+        self.output_bucket = output_bucket or s3.Bucket(
+            self,
+            "OutputBucket",
+            encryption=s3.BucketEncryption.KMS if kms_key else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=kms_key,
+            versioned=True,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        inputs = {
+            "model_id": model_id,
+            "model_s3_uri": model_s3_uri,
+            "sagemaker_model_name": sagemaker_model_name,
+            "instance": deployment_instance_type,
+            "training_data": training_data,
+            "training_data_type": training_data_type,
+            "max_runtime": max_seconds,
+            "accept_eula": accept_eula,
+        }
+        # A deterministic name: a retried Create finds its job, and changed inputs start a new one.
+        self.job_name = _job_name(construct_id, inputs)
+        prefix = output_prefix if output_prefix.endswith("/") else output_prefix + "/"
+        self.output_prefix = f"{prefix.lstrip('/')}{self.job_name}/"
+        draft_layout = cat.optimization.output_layout.draft_prefix
+        self.draft_key_prefix = f"{self.output_prefix}{draft_layout}"
+        output_uri = f"s3://{self.output_bucket.bucket_name}/{self.output_prefix}"
+        self.draft_s3_uri = f"s3://{self.output_bucket.bucket_name}/{self.draft_key_prefix}"
+
+        self.role = role or iam.Role(
+            self,
+            "JobRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="SageMaker optimization job role created by speculative-infra",
+        )
+        self._grant_job_inputs(locations, kms_key)
+        model_name = sagemaker_model_name or (None if model_s3_uri else self._source_model(model_id))
+
+        properties: dict[str, Any] = {
+            "JobName": self.job_name,
+            "RoleArn": self.role.role_arn,
+            "DeploymentInstanceType": deployment_instance_type,
+            "OutputS3Uri": output_uri,
+            "MaxRuntimeInSeconds": str(max_seconds),
+            "Wait": "true" if wait else "false",
+        }
+        if model_s3_uri is not None:
+            properties["ModelS3Uri"] = model_s3_uri
+            properties["ModelAccessAcceptEula"] = "true" if accept_eula else "false"
+        else:
+            properties["SageMakerModelName"] = model_name
+        if training_data is not None:
+            properties["TrainingDataS3Uri"] = training_data
+            properties["TrainingDataType"] = training_data_type
+        if kms_key is not None:
+            properties["KmsKeyId"] = kms_key.key_arn
+        if tags:
+            properties["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+        self.provider = self._provider(wait)
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type="Custom::EagleOptimizationJob",
+            properties=properties,
+        )
+        self.resource.node.add_dependency(self.role)
+        self.job_arn: str = self.resource.get_att_string("JobArn")
+        self.recommended_image: str = self.resource.get_att_string("RecommendedInferenceImage")
+
+    # --- public ---------------------------------------------------------------------------------
+
+    def as_speculative_config(self, *, num_speculative_tokens: int, **extra: Any) -> TrainedDraft:
+        """A speculative config for SpeculativeVllmEndpoint that serves this job's draft."""
+        method = "eagle3" if self.technique == "eagle3" else "eagle"
+        config = SpeculativeConfig.model_validate(
+            {
+                "method": method,
+                "model": DRAFT_MOUNT_PATH,
+                "num_speculative_tokens": num_speculative_tokens,
+                **extra,
+            }
+        )
+        return TrainedDraft(
+            config=config,
+            bucket=self.output_bucket,
+            key_prefix=self.draft_key_prefix,
+            job=self.resource,
+            waits_for_completion=self.wait,
+        )
+
+    # --- construction ---------------------------------------------------------------------------
+
+    def _grant_job_inputs(self, locations: dict[str, S3Location], kms_key: kms.IKey | None) -> None:
+        statements = []
+        for location in locations.values():
+            statements.append(
+                iam.PolicyStatement(actions=["s3:GetObject"], resources=[location.object_arn_pattern()])
+            )
+            statements.append(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[location.bucket_arn()],
+                    conditions={"StringLike": {"s3:prefix": [location.key_prefix_pattern()]}},
+                )
+            )
+        statements.append(
+            iam.PolicyStatement(
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:DescribeLogStreams",
+                    "logs:PutLogEvents",
+                ],
+                resources=[
+                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/*"
+                ],
+            )
+        )
+        for statement in statements:
+            self.role.add_to_principal_policy(statement)
+        self.output_bucket.grant_read_write(self.role, f"{self.output_prefix}*")
+        if kms_key is not None:
+            kms_key.grant_encrypt_decrypt(self.role)
+
+    def _source_model(self, model_id: str) -> str:
+        """A SageMaker model naming the HF id, for jobs that start from model_id alone."""
+        container = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
+        assert container is not None
+        add_execution_permissions(self.role, image_repository_arns=[repository_arn(self, container)])
+        model = sagemaker.CfnModel(
+            self,
+            "SourceModel",
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image_uri(self, container), environment={"HF_MODEL_ID": model_id}
+            ),
+        )
+        self.source_model = model
+        return model.attr_model_name
+
+    def _provider(self, wait: bool) -> cr.Provider:
+        stack = Stack.of(self)
+        job_arn = stack.format_arn(
+            service="sagemaker", resource="optimization-job", resource_name=self.job_name
+        )
+        functions = {}
+        for name in ("on_event", "is_complete"):
+            fn = lambda_.Function(
+                self,
+                "OnEvent" if name == "on_event" else "IsComplete",
+                runtime=LAMBDA_RUNTIME,
+                handler=f"optimization_job.handler.{name}",
+                code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc"]),
+                timeout=Duration.minutes(1),
+                memory_size=256,
+                description=f"speculative-infra EagleOptimizationJob {name}",
+                log_group=logs.LogGroup(
+                    self,
+                    f"{name}Logs",
+                    retention=logs.RetentionDays.ONE_MONTH,
+                    removal_policy=RemovalPolicy.DESTROY,
+                ),
+            )
+            fn.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=[
+                        "sagemaker:CreateOptimizationJob",
+                        "sagemaker:DescribeOptimizationJob",
+                        "sagemaker:StopOptimizationJob",
+                        "sagemaker:AddTags",
+                    ],
+                    resources=[job_arn],
+                )
+            )
+            fn.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["iam:PassRole"],
+                    resources=[self.role.role_arn],
+                    conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+                )
+            )
+            functions[name] = fn
+        return cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=functions["on_event"],
+            is_complete_handler=functions["is_complete"],
+            query_interval=POLL_INTERVAL,
+            total_timeout=MAX_WAIT if wait else Duration.minutes(5),
+        )
+
+
+def _job_name(construct_id: str, inputs: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
+    stem = re.sub(r"[^a-zA-Z0-9]+", "-", construct_id).strip("-")[:40] or "eagle"
+    return f"{stem}-{digest}"

@@ -1,0 +1,177 @@
+"""EagleOptimizationJob: custom resource, IAM, validation, and the trained draft reaching an endpoint."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match
+
+from speculative_infra import CompatibilityError, EagleOptimizationJob, SpeculativeVllmEndpoint
+from speculative_infra.constructs.eagle_job import HANDLERS_DIR
+from tests.cfn import cfn_lint_errors, normalized, synth_stack
+
+
+def job(stack: cdk.Stack, **props):
+    defaults = {
+        "model_id": "Qwen/Qwen3-32B",
+        "model_s3_uri": "s3://models/qwen3-32b/",
+        "deployment_instance_type": "ml.g7e.2xlarge",
+        "training_data": "s3://traffic/sharegpt/",
+    }
+    return EagleOptimizationJob(stack, "Qwen3Eagle", **{**defaults, **props})
+
+
+def job_and_endpoint(stack: cdk.Stack, **props):
+    trained = job(stack, **props)
+    return trained, SpeculativeVllmEndpoint(
+        stack,
+        "Qwen3",
+        model_id="Qwen/Qwen3-32B",
+        instance_type="ml.g7e.2xlarge",
+        vllm_version="0.15.1",
+        engine={"max_model_len": 4096},
+        speculative=trained.as_speculative_config(num_speculative_tokens=4),
+    )
+
+
+CONFIGURATIONS = {
+    "wait-with-endpoint": lambda s: job_and_endpoint(s),
+    "no-wait-curated-data": lambda s: job(s, training_data=None, wait=False),
+    "hf-id-source": lambda s: job(s, model_s3_uri=None),
+}
+
+
+@pytest.fixture(params=sorted(CONFIGURATIONS))
+def configuration(request):
+    return synth_stack(CONFIGURATIONS[request.param])
+
+
+def test_snapshot(configuration, snapshot):
+    assert normalized(configuration[1]) == snapshot
+
+
+def test_cfn_lint_clean(configuration):
+    assert cfn_lint_errors(configuration[1]) == []
+
+
+def test_custom_resource_properties():
+    template, _ = synth_stack(job)
+    template.has_resource_properties(
+        "Custom::EagleOptimizationJob",
+        {
+            "JobName": Match.string_like_regexp("^Qwen3Eagle-[0-9a-f]{12}$"),
+            "DeploymentInstanceType": "ml.g7e.2xlarge",
+            "ModelS3Uri": "s3://models/qwen3-32b/",
+            "TrainingDataS3Uri": "s3://traffic/sharegpt/",
+            "TrainingDataType": "S3Prefix",
+            "MaxRuntimeInSeconds": "28800",
+            "Wait": "true",
+            "RoleArn": Match.any_value(),
+            "OutputS3Uri": Match.any_value(),
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "BucketEncryption": Match.any_value(),
+            "PublicAccessBlockConfiguration": Match.object_like({"BlockPublicAcls": True}),
+        },
+    )
+    template.has_resource("AWS::S3::Bucket", {"DeletionPolicy": "Retain"})
+
+
+def test_job_name_changes_with_inputs_only():
+    a = job(cdk.Stack(cdk.App(), "A", env=cdk.Environment(region="us-west-2")))
+    b = job(cdk.Stack(cdk.App(), "B", env=cdk.Environment(region="us-west-2")))
+    c = job(
+        cdk.Stack(cdk.App(), "C", env=cdk.Environment(region="us-west-2")), training_data="s3://traffic/v2/"
+    )
+    assert a.job_name == b.job_name != c.job_name
+
+
+def test_handler_role_is_scoped_to_the_job_and_its_role():
+    _, raw = synth_stack(job)
+    statements = [
+        s
+        for r in raw["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    create = next(s for s in statements if "sagemaker:CreateOptimizationJob" in s["Action"])
+    assert "optimization-job/Qwen3Eagle-" in str(create["Resource"])
+    pass_role = next(s for s in statements if s["Action"] == "iam:PassRole")
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    assert not any(s["Resource"] == "*" and "sagemaker" in str(s["Action"]) for s in statements)
+
+
+def test_endpoint_mounts_the_trained_draft():
+    template, raw = synth_stack(job_and_endpoint)
+    template.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": Match.object_like(
+                {
+                    "ModelDataSource": {
+                        "S3DataSource": {
+                            "S3Uri": {
+                                "Fn::Join": [
+                                    "",
+                                    [
+                                        "s3://",
+                                        {"Ref": Match.string_like_regexp("Qwen3EagleOutputBucket")},
+                                        Match.string_like_regexp(
+                                            "^/eagle-optimization/Qwen3Eagle-[0-9a-f]{12}/draft/$"
+                                        ),
+                                    ],
+                                ]
+                            },
+                            "S3DataType": "S3Prefix",
+                            "CompressionType": "None",
+                        }
+                    },
+                    "Environment": Match.object_like(
+                        {
+                            "SM_VLLM_MODEL": "Qwen/Qwen3-32B",
+                            "SM_VLLM_SPECULATIVE_CONFIG": '{"method":"eagle3","model":"/opt/ml/model","num_speculative_tokens":4}',
+                        }
+                    ),
+                }
+            )
+        },
+    )
+    model = next(r for r in raw["Resources"].values() if r["Type"] == "AWS::SageMaker::Model")
+    assert any(d.startswith("Qwen3Eagle") for d in model["DependsOn"])
+
+
+def test_lambda_asset_contains_the_handler():
+    assert (HANDLERS_DIR / "optimization_job" / "handler.py").is_file()
+    template, _ = synth_stack(job)
+    template.has_resource_properties(
+        "AWS::Lambda::Function", {"Handler": "optimization_job.handler.on_event", "Runtime": "python3.13"}
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::Function", {"Handler": "optimization_job.handler.is_complete"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("props", "code"),
+    [
+        ({"deployment_instance_type": "ml.p3.8xlarge"}, "SI800"),
+        ({"model_id": "google/gemma-3-27b"}, "SI801"),
+        ({"model_id": "acme/custom", "model_architecture": "GemmaForCausalLM"}, "SI801"),
+        ({"training_data": "traffic/sharegpt"}, "SI802"),
+    ],
+)
+def test_invalid_inputs(props, code):
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    with pytest.raises(CompatibilityError) as info:
+        job(stack, **props)
+    assert code in {f.code for f in info.value.findings}
+
+
+def test_unknown_model_with_supported_architecture_passes():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    trained = job(stack, model_id="acme/qwen3-finetune", model_architecture="Qwen3ForCausalLM")
+    assert trained.as_speculative_config(num_speculative_tokens=3).config.method == "eagle3"
