@@ -7,33 +7,33 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.constructs.execution_role import add_execution_permissions
+from speculative_infra.constructs.custom_resource import handler_function, provider
+from speculative_infra.constructs.execution_role import (
+    acknowledge_execution_permissions,
+    add_execution_permissions,
+)
 from speculative_infra.constructs.image import image_uri, repository_arn
+from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.optimization import check_optimization_job
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 from speculative_infra.spec import SpeculativeConfig
 
-HANDLERS_DIR = Path(__file__).resolve().parent.parent / "handlers"
-LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_13
 # CloudFormation waits at most one hour for a custom resource; keep the provider's total below it.
 MAX_WAIT = Duration.minutes(55)
 POLL_INTERVAL = Duration.minutes(1)
-DEFAULT_MAX_RUNTIME = Duration.hours(8)
+DEFAULT_MAX_RUNTIME = Duration.hours(8)  # wait=False; a waited job must end within MAX_WAIT
 DRAFT_MOUNT_PATH = "/opt/ml/model"
 
 
@@ -75,6 +75,7 @@ class EagleOptimizationJob(Construct):
         training_data_type: str = "S3Prefix",
         output_bucket: s3.IBucket | None = None,
         output_prefix: str = "eagle-optimization/",
+        access_logs_bucket: s3.IBucket | None = None,
         max_runtime: Duration | None = None,
         wait: bool = True,
         kms_key: kms.IKey | None = None,
@@ -96,7 +97,9 @@ class EagleOptimizationJob(Construct):
         :param output_bucket: Default: a bucket is created (encrypted, versioned, TLS only, retained
             on stack deletion).
         :param output_prefix: Default: "eagle-optimization/"; each job writes under <prefix><job name>/.
-        :param max_runtime: StoppingCondition.MaxRuntimeInSeconds. Default: 8 hours.
+        :param access_logs_bucket: server access logs for the created output bucket. Default: none.
+        :param max_runtime: StoppingCondition.MaxRuntimeInSeconds. Default: 8 hours with wait=False,
+            55 minutes with wait=True (a waited job must end within CloudFormation's hour).
         :param wait: wait for the job inside the deployment (at most 55 minutes: CloudFormation's
             custom-resource limit is one hour), or start it and return. Default: true. Use false for
             long jobs: the draft location is known in advance; deploy the endpoint in a later update.
@@ -133,9 +136,16 @@ class EagleOptimizationJob(Construct):
         )
         if findings:
             raise CompatibilityError(findings, where=self.node.path)
-        max_seconds = int((max_runtime or DEFAULT_MAX_RUNTIME).to_seconds())
+        default_runtime = MAX_WAIT if wait else DEFAULT_MAX_RUNTIME
+        max_seconds = int((max_runtime or default_runtime).to_seconds())
         if max_seconds < 1:
             raise ValueError(f"{self.node.path}: max_runtime must be positive")
+        if wait and max_seconds > MAX_WAIT.to_seconds():
+            raise ValueError(
+                f"{self.node.path}: max_runtime is {max_seconds} s but a waited job must finish within "
+                f"{int(MAX_WAIT.to_seconds())} s (CloudFormation waits at most one hour for a custom resource); "
+                "use wait=False for longer jobs"
+            )
 
         self.output_bucket = output_bucket or s3.Bucket(
             self,
@@ -146,6 +156,21 @@ class EagleOptimizationJob(Construct):
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             removal_policy=RemovalPolicy.RETAIN,
+            server_access_logs_bucket=access_logs_bucket,
+            server_access_logs_prefix=f"{construct_id}/" if access_logs_bucket is not None else None,
+        )
+        if output_bucket is None and access_logs_bucket is None:
+            acknowledge(
+                self.output_bucket,
+                "S1",
+                "Holds only this job's artifacts, written by SageMaker with the job role; pass access_logs_bucket "
+                "to log object access (a logs bucket of its own would need the same exception).",
+            )
+        self.role = role or iam.Role(
+            self,
+            "JobRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="SageMaker optimization job role created by speculative-infra",
         )
         inputs = {
             "model_id": model_id,
@@ -156,9 +181,15 @@ class EagleOptimizationJob(Construct):
             "training_data_type": training_data_type,
             "max_runtime": max_seconds,
             "accept_eula": accept_eula,
+            "output_bucket": self.output_bucket.bucket_name,
+            "output_prefix": output_prefix,
+            "kms_key": kms_key.key_arn if kms_key is not None else None,
+            "role": self.role.role_arn,
         }
         # A deterministic name: a retried Create finds its job, and changed inputs start a new one.
-        self.job_name = _job_name(construct_id, inputs)
+        # Tokens are hashed in their resolved CloudFormation form, which is stable across synths.
+        self.job_name_prefix = _name_stem(construct_id)
+        self.job_name = _job_name(self.job_name_prefix, Stack.of(self).resolve(inputs))
         prefix = output_prefix if output_prefix.endswith("/") else output_prefix + "/"
         self.output_prefix = f"{prefix.lstrip('/')}{self.job_name}/"
         draft_layout = cat.optimization.output_layout.draft_prefix
@@ -166,12 +197,6 @@ class EagleOptimizationJob(Construct):
         output_uri = f"s3://{self.output_bucket.bucket_name}/{self.output_prefix}"
         self.draft_s3_uri = f"s3://{self.output_bucket.bucket_name}/{self.draft_key_prefix}"
 
-        self.role = role or iam.Role(
-            self,
-            "JobRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-            description="SageMaker optimization job role created by speculative-infra",
-        )
         self._grant_job_inputs(locations, kms_key)
         model_name = sagemaker_model_name or (None if model_s3_uri else self._source_model(model_id))
 
@@ -259,15 +284,46 @@ class EagleOptimizationJob(Construct):
         )
         for statement in statements:
             self.role.add_to_principal_policy(statement)
-        self.output_bucket.grant_read_write(self.role, f"{self.output_prefix}*")
-        if kms_key is not None:
-            kms_key.grant_encrypt_decrypt(self.role)
+        # Read and write only this job's own output prefix (grant_read_write would add Delete*/Abort*).
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject", "s3:PutObject"],
+                resources=[self.output_bucket.arn_for_objects(f"{self.output_prefix}*")],
+            )
+        )
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[self.output_bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{self.output_prefix}*"]}},
+            )
+        )
+        for key in {k for k in (kms_key, self.output_bucket.encryption_key) if k is not None}:
+            key.grant(self.role, "kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey")
+        prefix_reason = "Objects under one S3 prefix: {} (the prefix is as narrow as the data)."
+        acknowledge(
+            self.role,
+            "IAM5",
+            prefix_reason.format("the job's own output"),
+            resource=self.output_bucket.arn_for_objects(f"{self.output_prefix}*"),
+        )
+        for field, location in locations.items():
+            acknowledge(
+                self.role, "IAM5", prefix_reason.format(field), resource=location.object_arn_pattern()
+            )
+        acknowledge(
+            self.role,
+            "IAM5",
+            "SageMaker names the job's log streams at run time under /aws/sagemaker/.",
+            resource=f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/*",
+        )
 
     def _source_model(self, model_id: str) -> str:
         """A SageMaker model naming the HF id, for jobs that start from model_id alone."""
         container = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
         assert container is not None
         add_execution_permissions(self.role, image_repository_arns=[repository_arn(self, container)])
+        acknowledge_execution_permissions(self.role)
         model = sagemaker.CfnModel(
             self,
             "SourceModel",
@@ -280,27 +336,18 @@ class EagleOptimizationJob(Construct):
         return model.attr_model_name
 
     def _provider(self, wait: bool) -> cr.Provider:
-        stack = Stack.of(self)
-        job_arn = stack.format_arn(
-            service="sagemaker", resource="optimization-job", resource_name=self.job_name
+        # Every job this construct names: on an input change CloudFormation deletes (stops) the old
+        # job while the new policy is in place.
+        jobs_arn = Stack.of(self).format_arn(
+            service="sagemaker", resource="optimization-job", resource_name=f"{self.job_name_prefix}-*"
         )
         functions = {}
-        for name in ("on_event", "is_complete"):
-            fn = lambda_.Function(
+        for name, construct_id in (("on_event", "OnEvent"), ("is_complete", "IsComplete")):
+            fn = handler_function(
                 self,
-                "OnEvent" if name == "on_event" else "IsComplete",
-                runtime=LAMBDA_RUNTIME,
+                construct_id,
                 handler=f"optimization_job.handler.{name}",
-                code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc"]),
-                timeout=Duration.minutes(1),
-                memory_size=256,
-                description=f"speculative-infra EagleOptimizationJob {name}",
-                log_group=logs.LogGroup(
-                    self,
-                    f"{name}Logs",
-                    retention=logs.RetentionDays.ONE_MONTH,
-                    removal_policy=RemovalPolicy.DESTROY,
-                ),
+                description=f"EagleOptimizationJob {name}",
             )
             fn.add_to_role_policy(
                 iam.PolicyStatement(
@@ -310,7 +357,7 @@ class EagleOptimizationJob(Construct):
                         "sagemaker:StopOptimizationJob",
                         "sagemaker:AddTags",
                     ],
-                    resources=[job_arn],
+                    resources=[jobs_arn],
                 )
             )
             fn.add_to_role_policy(
@@ -320,18 +367,30 @@ class EagleOptimizationJob(Construct):
                     conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
                 )
             )
+            assert fn.role is not None
+            acknowledge(
+                fn.role,
+                "IAM5",
+                "Job names carry a hash of the job's inputs; the handler may act on every job this construct "
+                "names (the prefix), so it can stop the previous job when inputs change.",
+                resource=jobs_arn,
+            )
             functions[name] = fn
-        return cr.Provider(
+        return provider(
             self,
             "Provider",
-            on_event_handler=functions["on_event"],
-            is_complete_handler=functions["is_complete"],
+            on_event=functions["on_event"],
+            is_complete=functions["is_complete"],
             query_interval=POLL_INTERVAL,
             total_timeout=MAX_WAIT if wait else Duration.minutes(5),
         )
 
 
-def _job_name(construct_id: str, inputs: Mapping[str, Any]) -> str:
+def _name_stem(construct_id: str) -> str:
+    # Lower case: SageMaker shows job names in lower case in ARNs, which IAM matches literally.
+    return re.sub(r"[^a-z0-9]+", "-", construct_id.lower()).strip("-")[:40] or "eagle"
+
+
+def _job_name(stem: str, inputs: Any) -> str:
     digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:12]
-    stem = re.sub(r"[^a-zA-Z0-9]+", "-", construct_id).strip("-")[:40] or "eagle"
     return f"{stem}-{digest}"

@@ -9,6 +9,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.s3_uri import S3Location
 
 
@@ -34,7 +35,38 @@ def create_execution_role(
         kms_key=kms_key,
         in_vpc=in_vpc,
     )
+    acknowledge_execution_permissions(role, model_data)
     return role
+
+
+def acknowledge_execution_permissions(role: iam.IRole, model_data: Sequence[S3Location] = ()) -> None:
+    """Acknowledge, with reasons, the cdk-nag findings add_execution_permissions causes on a role we own."""
+    acknowledge(
+        role,
+        "IAM5",
+        "Only ecr:GetAuthorizationToken, cloudwatch:PutMetricData (limited to SageMaker namespaces by a "
+        "condition) and, in a VPC, the EC2 network-interface actions SageMaker needs: none accepts a resource ARN.",
+        resource="*",
+    )
+    for folder in LOG_GROUP_FOLDERS:
+        acknowledge(
+            role,
+            "IAM5",
+            "SageMaker names the log group after the endpoint or component, which CloudFormation names at "
+            "deploy time; the pattern covers SageMaker's own log groups only.",
+            resource=_log_group_arn(folder),
+        )
+    for location in model_data:
+        acknowledge(
+            role, "IAM5", "Objects under the model's S3 prefix only.", resource=location.object_arn_pattern()
+        )
+
+
+LOG_GROUP_FOLDERS = ("Endpoints", "InferenceComponents")
+
+
+def _log_group_arn(folder: str) -> str:
+    return f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/{folder}/*"
 
 
 def add_execution_permissions(
@@ -73,10 +105,7 @@ def add_execution_permissions(
                 "logs:DescribeLogStreams",
                 "logs:PutLogEvents",
             ],
-            resources=[
-                f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/Endpoints/*",
-                f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/InferenceComponents/*",
-            ],
+            resources=[_log_group_arn(folder) for folder in LOG_GROUP_FOLDERS],
         ),
     ]
     for location in model_data:
@@ -114,4 +143,4 @@ def add_execution_permissions(
     for statement in statements:
         role.add_to_principal_policy(statement)
     if kms_key is not None:
-        kms_key.grant(role, "kms:CreateGrant", "kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey*")
+        kms_key.grant(role, "kms:CreateGrant", "kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey")

@@ -249,7 +249,12 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         container = self.resolved.container
         assert container is not None  # guaranteed by the rules (SI120)
 
-        model_data = [loc for loc in (self._model_data, *extra_model_data) if loc is not None]
+        draft_data = (
+            S3Location(bucket=self._trained_draft.bucket.bucket_name, key=self._trained_draft.key_prefix)
+            if self._trained_draft is not None
+            else None
+        )
+        model_data = [loc for loc in (self._model_data, draft_data, *extra_model_data) if loc is not None]
         self.role: iam.IRole
         if role is None:
             self.role = create_execution_role(
@@ -270,14 +275,12 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
                 in_vpc=vpc is not None,
             )
 
-        if self._trained_draft is not None:
-            self._trained_draft.bucket.grant_read(self.role, f"{self._trained_draft.key_prefix}*")
-            if not self._trained_draft.waits_for_completion:
-                Annotations.of(self).add_warning_v2(
-                    "speculative-infra:draft-not-awaited",
-                    "the EagleOptimizationJob does not wait for its job (wait=False): the endpoint will find no "
-                    "draft until the job completes; deploy the endpoint in a later update",
-                )
+        if self._trained_draft is not None and not self._trained_draft.waits_for_completion:
+            Annotations.of(self).add_warning_v2(
+                "speculative-infra:draft-not-awaited",
+                "the EagleOptimizationJob does not wait for its job (wait=False): the endpoint will find no "
+                "draft until the job completes; deploy the endpoint in a later update",
+            )
         environment = render_environment(
             self.resolved, model_location=MODEL_MOUNT_PATH if self._model_data is not None else None
         )

@@ -7,7 +7,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from speculative_infra import CompatibilityError, EagleOptimizationJob, SpeculativeVllmEndpoint
-from speculative_infra.constructs.eagle_job import HANDLERS_DIR
+from speculative_infra.constructs.custom_resource import HANDLERS_DIR
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 
 
@@ -59,12 +59,12 @@ def test_custom_resource_properties():
     template.has_resource_properties(
         "Custom::EagleOptimizationJob",
         {
-            "JobName": Match.string_like_regexp("^Qwen3Eagle-[0-9a-f]{12}$"),
+            "JobName": Match.string_like_regexp("^qwen3eagle-[0-9a-f]{12}$"),
             "DeploymentInstanceType": "ml.g7e.2xlarge",
             "ModelS3Uri": "s3://models/qwen3-32b/",
             "TrainingDataS3Uri": "s3://traffic/sharegpt/",
             "TrainingDataType": "S3Prefix",
-            "MaxRuntimeInSeconds": "28800",
+            "MaxRuntimeInSeconds": "3300",
             "Wait": "true",
             "RoleArn": Match.any_value(),
             "OutputS3Uri": Match.any_value(),
@@ -99,7 +99,7 @@ def test_handler_role_is_scoped_to_the_job_and_its_role():
         for s in r["Properties"]["PolicyDocument"]["Statement"]
     ]
     create = next(s for s in statements if "sagemaker:CreateOptimizationJob" in s["Action"])
-    assert "optimization-job/Qwen3Eagle-" in str(create["Resource"])
+    assert "optimization-job/qwen3eagle-*" in str(create["Resource"])
     pass_role = next(s for s in statements if s["Action"] == "iam:PassRole")
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
     assert not any(s["Resource"] == "*" and "sagemaker" in str(s["Action"]) for s in statements)
@@ -121,7 +121,7 @@ def test_endpoint_mounts_the_trained_draft():
                                         "s3://",
                                         {"Ref": Match.string_like_regexp("Qwen3EagleOutputBucket")},
                                         Match.string_like_regexp(
-                                            "^/eagle-optimization/Qwen3Eagle-[0-9a-f]{12}/draft/$"
+                                            "^/eagle-optimization/qwen3eagle-[0-9a-f]{12}/draft/$"
                                         ),
                                     ],
                                 ]
@@ -148,7 +148,7 @@ def test_lambda_asset_contains_the_handler():
     assert (HANDLERS_DIR / "optimization_job" / "handler.py").is_file()
     template, _ = synth_stack(job)
     template.has_resource_properties(
-        "AWS::Lambda::Function", {"Handler": "optimization_job.handler.on_event", "Runtime": "python3.13"}
+        "AWS::Lambda::Function", {"Handler": "optimization_job.handler.on_event", "Runtime": "python3.14"}
     )
     template.has_resource_properties(
         "AWS::Lambda::Function", {"Handler": "optimization_job.handler.is_complete"}
@@ -175,3 +175,19 @@ def test_unknown_model_with_supported_architecture_passes():
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
     trained = job(stack, model_id="acme/qwen3-finetune", model_architecture="Qwen3ForCausalLM")
     assert trained.as_speculative_config(num_speculative_tokens=3).config.method == "eagle3"
+
+
+def test_waited_job_must_fit_cloudformations_hour():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    with pytest.raises(ValueError, match="use wait=False for longer jobs"):
+        job(stack, max_runtime=cdk.Duration.hours(2))
+    long_job = job(cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2")), wait=False)
+    assert long_job.resource is not None
+
+
+def test_job_name_hash_covers_output_location_and_is_stable_across_synths():
+    def name(**props):
+        return job(cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2")), **props).job_name
+
+    assert name() == name()
+    assert name() != name(output_prefix="other/")

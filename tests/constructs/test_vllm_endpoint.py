@@ -49,7 +49,8 @@ CONFIGURATIONS = {
 def _special(stack: cdk.Stack, name: str):
     if name == "s3-weights-vpc-kms-isolated":
         vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=0)
-        key = kms.Key(stack, "Key")
+        vpc.add_flow_log("FlowLog")
+        key = kms.Key(stack, "Key", enable_key_rotation=True)
         return reference(
             stack, model_data="s3://my-models/qwen3-32b/", enable_network_isolation=True, vpc=vpc, kms_key=key
         )
