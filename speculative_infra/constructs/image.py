@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Aws, CfnMapping, Fn, Stack, Token
+from aws_cdk import Aws, CfnMapping, Stack, Token
 from constructs import Construct
 
 from speculative_infra.catalog import load_catalog
@@ -34,7 +34,7 @@ def dlc_account(scope: Construct) -> str:
             _MAPPING_ID,
             mapping={r: {"account": a} for r, a in sorted(cat.dlc_accounts.accounts.items())},
         )
-    return Fn.find_in_map(mapping.logical_id, Aws.REGION, "account")
+    return mapping.find_in_map(Aws.REGION, "account")
 
 
 def image_uri(scope: Construct, container: ContainerImage) -> str:
