@@ -97,4 +97,6 @@ def test_every_draft_targets_a_catalog_model():
 
 def test_schema_forbids_unknown_keys():
     with pytest.raises(ValidationError):
-        Draft.model_validate(yaml.safe_load("{method: eagle3, target: x, source: s, confidence: reported, sise_gb: 1}"))
+        Draft.model_validate(
+            yaml.safe_load("{method: eagle3, target: x, source: s, confidence: reported, sise_gb: 1}")
+        )
