@@ -10,8 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from speculative_infra.rules import all_rules
-from speculative_infra.rules import capacity, optimization
+from speculative_infra.rules import all_rules, capacity, optimization
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 

@@ -1,0 +1,90 @@
+"""Benchmark engine for LLM endpoints: closed-loop load, vLLM-named metrics, tokens per dollar.
+
+Pure Python with no CDK import. aiohttp (HTTP transport), boto3 (SageMaker transport) and
+matplotlib (report) are imported only by the modules that need them.
+
+Typical use::
+
+    config = BenchmarkConfig(target=HttpTarget(base_url="http://localhost:8000"))
+    state = asyncio.run(run_benchmark(config))
+    write_all(state.result, OutputPaths.for_results(Path("results.json")))
+"""
+
+from .clock import Clock, MonotonicClock
+from .config import (
+    BenchmarkConfig,
+    CostConfig,
+    HttpTarget,
+    LoadConfig,
+    SageMakerTarget,
+    Target,
+    WorkloadConfig,
+)
+from .failures import Failure, FailureClass
+from .files import (
+    OutputPaths,
+    append_request_records,
+    load_results,
+    write_all,
+    write_levels_csv,
+    write_results,
+)
+from .load import LevelProgress, LevelRun, RequestOutcome, StopReason, run_level
+from .metrics import cost_per_million_output_tokens, percentile, summarize_level
+from .results import BenchmarkResult, LevelResult, RequestRecord
+from .sweep import (
+    BenchmarkState,
+    LevelReport,
+    finish_with_error,
+    new_benchmark,
+    run_benchmark,
+    run_next_level,
+    run_next_level_blocking,
+)
+from .transports import TargetUnavailable, Transport, WireRequest, make_transport
+from .workload import Phase, Prompt, PromptFactory
+
+__all__ = [
+    "BenchmarkConfig",
+    "BenchmarkResult",
+    "BenchmarkState",
+    "Clock",
+    "CostConfig",
+    "Failure",
+    "FailureClass",
+    "HttpTarget",
+    "LevelProgress",
+    "LevelReport",
+    "LevelResult",
+    "LevelRun",
+    "LoadConfig",
+    "MonotonicClock",
+    "OutputPaths",
+    "Phase",
+    "Prompt",
+    "PromptFactory",
+    "RequestOutcome",
+    "RequestRecord",
+    "SageMakerTarget",
+    "StopReason",
+    "Target",
+    "TargetUnavailable",
+    "Transport",
+    "WireRequest",
+    "WorkloadConfig",
+    "append_request_records",
+    "cost_per_million_output_tokens",
+    "finish_with_error",
+    "load_results",
+    "make_transport",
+    "new_benchmark",
+    "percentile",
+    "run_benchmark",
+    "run_level",
+    "run_next_level",
+    "run_next_level_blocking",
+    "summarize_level",
+    "write_all",
+    "write_levels_csv",
+    "write_results",
+]

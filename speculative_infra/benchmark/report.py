@@ -1,0 +1,226 @@
+"""PNG plots and a Markdown summary of one or more results files (to compare configurations).
+
+Uses matplotlib's object API with the Agg canvas: no pyplot global state, no display needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .results import BenchmarkResult, LevelResult
+
+_Getter = Callable[[LevelResult], float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    markdown: Path
+    images: tuple[Path, ...]
+
+
+def _series(result: BenchmarkResult, x: _Getter, y: _Getter) -> tuple[list[float], list[float], list[int]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    cs: list[int] = []
+    for level in result.levels:
+        xv, yv = x(level), y(level)
+        if xv is not None and yv is not None:
+            xs.append(xv)
+            ys.append(yv)
+            cs.append(level.concurrency)
+    return xs, ys, cs
+
+
+def _concurrency(level: LevelResult) -> float:
+    return float(level.concurrency)
+
+
+def _concurrency_axis(ax: Axes, results: Sequence[BenchmarkResult]) -> None:
+    levels = sorted({lv.concurrency for r in results for lv in r.levels})
+    ax.set_xscale("log", base=2)
+    if levels:
+        ax.set_xticks(levels)
+        ax.set_xticklabels([str(c) for c in levels])
+    ax.set_xlabel("concurrency")
+    ax.grid(True, alpha=0.3)
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _plot_latency(results: Sequence[BenchmarkResult], path: Path) -> Path:
+    fig = Figure(figsize=(11, 4.2))
+    ttft_ax, e2e_ax = fig.subplots(1, 2)
+    for i, result in enumerate(results):
+        color = f"C{i % 10}"  # one colour per configuration: solid median, dashed p99
+        for getter, style, name in (
+            (lambda lv: lv.median_ttft_ms, "-o", "median"),
+            (lambda lv: lv.p99_ttft_ms, "--x", "p99"),
+        ):
+            xs, ys, _ = _series(result, _concurrency, getter)
+            ttft_ax.plot(xs, ys, style, color=color, label=f"{result.label} {name}")
+        for getter, style, name in (
+            (lambda lv: lv.median_e2el_ms, "-o", "median"),
+            (lambda lv: lv.p99_e2el_ms, "--x", "p99"),
+        ):
+            xs, ys, _ = _series(result, _concurrency, getter)
+            e2e_ax.plot(xs, [y / 1000.0 for y in ys], style, color=color, label=f"{result.label} {name}")
+    ttft_ax.set_title("Time to first token")
+    ttft_ax.set_ylabel("TTFT (ms)")
+    e2e_ax.set_title("End-to-end latency")
+    e2e_ax.set_ylabel("E2E latency (s)")
+    for ax in (ttft_ax, e2e_ax):
+        _concurrency_axis(ax, results)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _plot_simple(
+    results: Sequence[BenchmarkResult],
+    path: Path,
+    getter: _Getter,
+    title: str,
+    ylabel: str,
+    log_y: bool = False,
+) -> Path:
+    fig = Figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
+    for result in results:
+        xs, ys, _ = _series(result, _concurrency, getter)
+        ax.plot(xs, ys, "-o", label=result.label)
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    if log_y:
+        ax.set_yscale("log")
+    _concurrency_axis(ax, results)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _plot_tradeoff(results: Sequence[BenchmarkResult], path: Path) -> Path:
+    fig = Figure(figsize=(6.5, 4.2))
+    ax = fig.subplots()
+    for result in results:
+        xs, ys, cs = _series(
+            result, lambda lv: lv.output_tokens_per_second_per_user, lambda lv: lv.output_throughput
+        )
+        ax.plot(xs, ys, "-o", label=result.label)
+        for x, y, c in zip(xs, ys, cs, strict=True):
+            ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_title("Aggregate vs per-user output rate")
+    ax.set_xlabel("per-user output tok/s")
+    ax.set_ylabel("aggregate output tok/s")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _table(result: BenchmarkResult) -> list[str]:
+    lines = [
+        "| C | ok / failed | req/s | out tok/s | tok/s per user | TTFT p50 / p99 (ms) "
+        "| TPOT p50 / p99 (ms) | ITL p50 (ms) | E2E p50 / p99 (s) | tok/chunk | lag p99 (ms) | $/M out |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for lv in result.levels:
+        e2e_med = None if lv.median_e2el_ms is None else lv.median_e2el_ms / 1000
+        e2e_p99 = None if lv.p99_e2el_ms is None else lv.p99_e2el_ms / 1000
+        partial = "" if lv.complete else f" ({lv.stop_reason})"
+        lines.append(
+            f"| {lv.concurrency}{partial} | {lv.completed} / {lv.failed} | {_fmt(lv.request_throughput, 2)} "
+            f"| {_fmt(lv.output_throughput)} | {_fmt(lv.output_tokens_per_second_per_user)} "
+            f"| {_fmt(lv.median_ttft_ms)} / {_fmt(lv.p99_ttft_ms)} "
+            f"| {_fmt(lv.median_tpot_ms, 2)} / {_fmt(lv.p99_tpot_ms, 2)} | {_fmt(lv.median_itl_ms, 2)} "
+            f"| {_fmt(e2e_med, 2)} / {_fmt(e2e_p99, 2)} | {_fmt(lv.mean_tokens_per_chunk, 2)} "
+            f"| {_fmt(lv.p99_client_lag_ms, 2)} | {_fmt(lv.cost_per_million_output_tokens, 3)} |"
+        )
+    return lines
+
+
+def _section(result: BenchmarkResult) -> list[str]:
+    w, load = result.workload, result.load
+    prefix = f", shared prefix {w.shared_prefix_tokens}" if w.shared_prefix_tokens else ""
+    lines = [
+        f"## {result.label}",
+        "",
+        f"- Target: `{result.target_name()}`; started {result.started_at}; status **{result.status}**",
+        f"- Workload: {w.input_tokens} input / {w.output_tokens} output tokens{prefix}, seed {w.seed}, "
+        f"forced length {'on' if w.force_output_length else 'off'}, temperature "
+        f"{'server default' if w.temperature is None else w.temperature}",
+        f"- Load: closed loop, ramp-up {load.ramp_up_s:g} s, "
+        f"sustained {'yes' if load.sustain_load else 'no'}, "
+        f"timeout {load.request_timeout_s:g} s",
+    ]
+    if result.cost.price_per_hour is not None:
+        lines.append(f"- Price: ${result.cost.price_per_hour:g}/h x {result.cost.instance_count} instance(s)")
+    if result.error:
+        lines.append(f"- Error: {result.error}")
+    lines += ["", *_table(result), ""]
+    failures = [
+        (lv.concurrency, cls, n, lv.failure_examples.get(cls, ""))
+        for lv in result.levels
+        for cls, n in sorted(lv.failure_classes.items())
+    ]
+    if failures:
+        lines += ["Failures:", ""]
+        lines += [f"- C={c}: {n} x `{cls}` (e.g. {example})" for c, cls, n, example in failures]
+        lines.append("")
+    sources = {src for lv in result.levels for src in lv.output_tokens_source}
+    if sources - {"usage", "details"}:
+        lines += [f"Note: some output token counts are estimates ({', '.join(sorted(sources))}).", ""]
+    return lines
+
+
+def render_report(results: Sequence[BenchmarkResult], out_dir: Path) -> ReportFiles:
+    if not results:
+        raise ValueError("no results to report")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    images = [
+        _plot_latency(results, out_dir / "latency_vs_concurrency.png"),
+        _plot_simple(
+            results,
+            out_dir / "per_user_throughput_vs_concurrency.png",
+            lambda lv: lv.output_tokens_per_second_per_user,
+            "Output rate per user",
+            "tok/s per user",
+        ),
+        _plot_tradeoff(results, out_dir / "throughput_vs_per_user.png"),
+    ]
+    has_cost = any(lv.cost_per_million_output_tokens is not None for r in results for lv in r.levels)
+    if has_cost:
+        images.append(
+            _plot_simple(
+                results,
+                out_dir / "cost_vs_concurrency.png",
+                lambda lv: lv.cost_per_million_output_tokens,
+                "Cost per million output tokens",
+                "$ / M output tokens (log scale)",
+                log_y=True,  # cost roughly halves per doubling of concurrency until saturation
+            )
+        )
+    lines = ["# Benchmark report", ""]
+    for result in results:
+        lines += _section(result)
+    lines += ["## Plots", ""]
+    lines += [f"![{image.stem}]({image.name})" for image in images]
+    if not has_cost:
+        lines += ["", "No price was given (`--price-per-hour`), so there is no cost plot."]
+    lines += [
+        "",
+        "Metric names follow `vllm bench serve`; see docs/benchmarking.md for definitions.",
+        "",
+    ]
+    markdown = out_dir / "report.md"
+    markdown.write_text("\n".join(lines), encoding="utf-8")
+    return ReportFiles(markdown=markdown, images=tuple(images))

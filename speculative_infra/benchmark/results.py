@@ -1,0 +1,126 @@
+"""Result models: what a benchmark run writes (JSON), one model per level and per request."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .config import CostConfig, HttpTarget, LoadConfig, SageMakerTarget, Target, WorkloadConfig
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["running", "complete", "partial", "interrupted", "aborted", "error"]
+OutputTokenSource = Literal["usage", "details", "max_tokens", "chunks"]
+InputTokenSource = Literal["usage", "details", "estimate"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RequestRecord(_Model):
+    """One request as the client saw it (one line of the per-request JSONL).
+
+    Times ending in ``_s`` are seconds since the start of the level; durations are in ms.
+    """
+
+    concurrency: int
+    phase: Literal["warmup", "measured", "filler"]
+    index: int
+    request_id: str
+    slot: int
+    status: Literal["ok", "failed", "cancelled"]
+    failure_class: str | None = None
+    failure_message: str | None = None
+    retries: int = 0
+    retried_classes: list[str] = Field(default_factory=list)
+    slot_freed_at_s: float
+    sent_at_s: float
+    first_token_at_s: float | None = None
+    completed_at_s: float | None = None
+    client_lag_ms: float
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+    output_tokens: int | None = None
+    output_tokens_source: OutputTokenSource | None = None
+    prompt_tokens: int | None = None
+    chunks: int
+    finish_reason: str | None = None
+    itl_ms: list[float] = Field(default_factory=list)
+
+
+class LevelResult(_Model):
+    """Aggregates of the measured requests of one concurrency level.
+
+    Names follow ``vllm bench serve`` (``mean_ttft_ms``, ``median_tpot_ms``, ``p99_itl_ms``, ...).
+    Latency statistics use completed measured requests only; ``None`` means no data.
+    """
+
+    concurrency: int
+    complete: bool
+    stop_reason: str
+    stop_message: str | None = None
+    warmup_requests: int
+    planned_requests: int
+    completed: int
+    failed: int
+    cancelled: int
+    failure_classes: dict[str, int] = Field(default_factory=dict)
+    failure_examples: dict[str, str] = Field(default_factory=dict)
+    retries: int = 0
+    retried_classes: dict[str, int] = Field(default_factory=dict)
+    duration_s: float | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    total_token_throughput: float | None = None
+    mean_ttft_ms: float | None = None
+    median_ttft_ms: float | None = None
+    p90_ttft_ms: float | None = None
+    p99_ttft_ms: float | None = None
+    mean_tpot_ms: float | None = None
+    median_tpot_ms: float | None = None
+    p90_tpot_ms: float | None = None
+    p99_tpot_ms: float | None = None
+    mean_itl_ms: float | None = None
+    median_itl_ms: float | None = None
+    p90_itl_ms: float | None = None
+    p99_itl_ms: float | None = None
+    mean_e2el_ms: float | None = None
+    median_e2el_ms: float | None = None
+    p90_e2el_ms: float | None = None
+    p99_e2el_ms: float | None = None
+    output_tokens_per_second_per_user: float | None = None
+    median_output_tokens_per_second_per_user: float | None = None
+    mean_tokens_per_chunk: float | None = None
+    mean_output_tokens: float | None = None
+    mean_input_tokens: float | None = None
+    short_outputs: int = 0
+    """Completed requests that generated fewer tokens than asked (the server ignored ignore_eos?)."""
+    output_tokens_source: dict[str, int] = Field(default_factory=dict)
+    input_tokens_source: dict[str, int] = Field(default_factory=dict)
+    mean_client_lag_ms: float | None = None
+    median_client_lag_ms: float | None = None
+    p99_client_lag_ms: float | None = None
+    max_client_lag_ms: float | None = None
+    cost_per_million_output_tokens: float | None = None
+
+
+class BenchmarkResult(_Model):
+    schema_version: int = SCHEMA_VERSION
+    label: str
+    target: Target
+    workload: WorkloadConfig
+    load: LoadConfig
+    cost: CostConfig
+    started_at: str
+    finished_at: str | None = None
+    status: RunStatus = "running"
+    error: str | None = None
+    client: dict[str, str] = Field(default_factory=dict)
+    levels: list[LevelResult] = Field(default_factory=list)
+
+    def target_name(self) -> str:
+        target: SageMakerTarget | HttpTarget = self.target
+        return target.describe()

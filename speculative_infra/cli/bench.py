@@ -1,0 +1,458 @@
+"""`speculative-infra bench` and `speculative-infra report`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import urlparse
+
+from pydantic import ValidationError
+
+from speculative_infra.benchmark.config import (
+    DEFAULT_CONCURRENCY_LEVELS,
+    BenchmarkConfig,
+    CostConfig,
+    HttpTarget,
+    LoadConfig,
+    SageMakerTarget,
+    WorkloadConfig,
+)
+from speculative_infra.benchmark.files import OutputPaths, load_results, write_all, write_results
+from speculative_infra.benchmark.load import LevelProgress
+from speculative_infra.benchmark.results import BenchmarkResult, LevelResult
+from speculative_infra.benchmark.sweep import BenchmarkState, LevelReport, new_benchmark, run_benchmark
+
+EXIT_OK = 0
+EXIT_REQUEST_FAILURES = 1
+EXIT_USAGE = 2
+EXIT_NOT_RUN = 3
+EXIT_INTERRUPTED = 130
+
+_EPILOG = """\
+outputs: --output results.json also writes results.csv (one row per level) and
+results.requests.jsonl (one line per request), rewritten after every level.
+exit status: 0 all requests succeeded; 1 some requests failed; 2 bad arguments;
+3 the benchmark could not run (no region, unreachable target, every request failing);
+130 interrupted (what was measured is kept)."""
+
+# Which option a config field comes from, to name it in error messages.
+_OPTION_FOR_FIELD = {
+    "endpoint_name": "--endpoint",
+    "base_url": "--url",
+    "input_tokens": "--input-tokens",
+    "output_tokens": "--output-tokens",
+    "shared_prefix_tokens": "--shared-prefix-tokens",
+    "concurrency_levels": "--concurrency",
+    "price_per_hour": "--price-per-hour",
+    "instance_count": "--instance-count",
+}
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        levels = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers such as 1,2,4, got {text!r}"
+        ) from None
+    if not levels or any(c < 1 for c in levels):
+        raise argparse.ArgumentTypeError(f"levels must be integers >= 1, got {text!r}")
+    return levels
+
+
+def _http_url(text: str) -> str:
+    parsed = urlparse(text)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(
+            f"expected an http(s) URL such as http://localhost:8000, got {text!r}"
+        )
+    try:
+        _ = parsed.port
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port in {text!r}") from None
+    return text
+
+
+def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Register ``bench`` and ``report``; each handler takes the parsed args and returns an exit code."""
+    bench = subparsers.add_parser(
+        "bench",
+        help="measure an endpoint: latency, tokens/s and $ per million tokens at each concurrency",
+        description="Closed-loop streaming benchmark of a SageMaker endpoint or an OpenAI-compatible server. "
+        "Metric names follow `vllm bench serve`.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    target = bench.add_argument_group("target (one of --endpoint or --url)")
+    choice = target.add_mutually_exclusive_group(required=True)
+    choice.add_argument("--endpoint", metavar="NAME", help="SageMaker endpoint name")
+    choice.add_argument(
+        "--url", metavar="BASE_URL", type=_http_url, help="OpenAI-compatible server, e.g. http://host:8000"
+    )
+    target.add_argument(
+        "--inference-component", metavar="NAME", help="inference component to invoke (--endpoint)"
+    )
+    target.add_argument("--region", help="AWS region (--endpoint; default: the AWS configuration's)")
+    target.add_argument(
+        "--container",
+        choices=["vllm", "lmi"],
+        help="payload format for --endpoint: vllm (OpenAI chat, default) or lmi",
+    )
+    target.add_argument(
+        "--endpoint-url", metavar="URL", type=_http_url, help="SageMaker runtime URL override"
+    )
+    target.add_argument("--api", choices=["chat", "completions"], help="API for --url (default: chat)")
+    target.add_argument("--model", help="model name in the payload (--url default: asked from /v1/models)")
+
+    work = bench.add_argument_group("workload")
+    work.add_argument(
+        "--input-tokens", type=_int_at_least(1), default=1000, metavar="N", help="default: 1000"
+    )
+    work.add_argument("--output-tokens", type=_int_at_least(1), default=560, metavar="N", help="default: 560")
+    work.add_argument(
+        "--shared-prefix-tokens",
+        type=_int_at_least(0),
+        default=0,
+        metavar="N",
+        help="prefix shared by all requests (exercises prefix caching; default: 0)",
+    )
+    work.add_argument("--seed", type=int, help="prompt seed (default: random, recorded in the results)")
+    work.add_argument(
+        "--reuse-prompts", action="store_true", help="same prompts at every level (prefix-cache hits)"
+    )
+    work.add_argument("--no-force-length", action="store_true", help="do not send ignore_eos/min_tokens")
+    work.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
+
+    load = bench.add_argument_group("load")
+    load.add_argument(
+        "--concurrency",
+        type=_levels,
+        default=DEFAULT_CONCURRENCY_LEVELS,
+        metavar="LIST",
+        help="levels, comma-separated (default: 1,2,4,8,16,32)",
+    )
+    load.add_argument(
+        "--requests-per-level",
+        type=_int_at_least(1),
+        metavar="N",
+        help="measured requests (default: max(32, 8 x C))",
+    )
+    load.add_argument(
+        "--warmup", type=_int_at_least(0), metavar="N", help="uncounted requests per level (default: C)"
+    )
+    load.add_argument(
+        "--timeout", type=_positive_float, default=300.0, metavar="S", help="per request (default: 300)"
+    )
+    load.add_argument(
+        "--time-budget", type=_positive_float, metavar="S", help="stop the sweep after S seconds"
+    )
+    load.add_argument(
+        "--ramp-up", type=_non_negative_float, default=0.0, metavar="S", help="spread slot starts"
+    )
+    load.add_argument(
+        "--no-sustain", action="store_true", help="no filler requests while the last ones finish"
+    )
+    load.add_argument(
+        "--max-retries", type=_int_at_least(0), default=3, metavar="N", help="throttling retries"
+    )
+
+    price = bench.add_argument_group("cost")
+    price.add_argument("--price-per-hour", type=_positive_float, metavar="X", help="$ per instance-hour")
+    price.add_argument(
+        "--instance-type",
+        metavar="TYPE",
+        help="instance type of the endpoint: its on-demand price comes from the catalog unless --price-per-hour",
+    )
+    price.add_argument(
+        "--instance-count", type=_int_at_least(1), metavar="N", help="instances serving (default: 1)"
+    )
+
+    out = bench.add_argument_group("output")
+    out.add_argument("--output", "-o", type=Path, required=True, metavar="results.json")
+    out.add_argument("--label", help="name of this configuration in reports")
+    out.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    bench.set_defaults(handler=lambda args: run_bench(args, bench))
+
+    report = subparsers.add_parser(
+        "report",
+        help="plots and a Markdown summary from results files",
+        description="Render PNG plots and report.md from one or more `bench` results files (several = compared).",
+    )
+    report.add_argument("results", nargs="+", type=Path, metavar="results.json")
+    report.add_argument("--out", type=Path, required=True, metavar="DIR")
+    report.set_defaults(handler=run_report)
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _check_combinations(args: argparse.Namespace) -> str | None:
+    sagemaker_only = {
+        "--inference-component": args.inference_component,
+        "--region": args.region,
+        "--container": args.container,
+        "--endpoint-url": args.endpoint_url,
+    }
+    if args.url is not None:
+        for option, value in sagemaker_only.items():
+            if value is not None:
+                return f"argument {option}: only valid with --endpoint"
+    if args.endpoint is not None and args.api is not None:
+        return "argument --api: only valid with --url"
+    if args.instance_count is not None and args.price_per_hour is None and args.instance_type is None:
+        return "argument --instance-count: requires --price-per-hour or --instance-type"
+    if args.instance_type is not None and args.price_per_hour is None and _catalog_price(args) is None:
+        return (
+            f"argument --instance-type: the catalog has no price for {args.instance_type!r}; "
+            "give --price-per-hour (`speculative-infra catalog instances` lists the known prices)"
+        )
+    if args.shared_prefix_tokens >= args.input_tokens:
+        return (
+            f"argument --shared-prefix-tokens: must be smaller than --input-tokens ({args.input_tokens}), "
+            f"got {args.shared_prefix_tokens}"
+        )
+    return None
+
+
+def _catalog_price(args: argparse.Namespace) -> float | None:
+    """On-demand $/hour of --instance-type from the catalog (the region's price list when there is one)."""
+    if args.instance_type is None:
+        return None
+    from speculative_infra.catalog import load_catalog  # only when asked: keeps `bench` start-up light
+
+    price = load_catalog().price(args.instance_type, args.region)
+    return price.usd_per_hour if price is not None else None
+
+
+def build_config(args: argparse.Namespace) -> BenchmarkConfig:
+    """The engine configuration from parsed ``bench`` arguments (raises pydantic ValidationError)."""
+    target: SageMakerTarget | HttpTarget
+    if args.endpoint is not None:
+        target = SageMakerTarget(
+            endpoint_name=args.endpoint,
+            inference_component_name=args.inference_component,
+            region=args.region,
+            container=args.container or "vllm",
+            endpoint_url=args.endpoint_url,
+            model=args.model,
+        )
+    else:
+        target = HttpTarget(base_url=args.url, api=args.api or "chat", model=args.model)
+    return BenchmarkConfig(
+        target=target,
+        workload=WorkloadConfig(
+            input_tokens=args.input_tokens,
+            output_tokens=args.output_tokens,
+            shared_prefix_tokens=args.shared_prefix_tokens,
+            seed=args.seed,
+            fresh_prompts_per_level=not args.reuse_prompts,
+            force_output_length=not args.no_force_length,
+            temperature=args.temperature,
+        ),
+        load=LoadConfig(
+            concurrency_levels=args.concurrency,
+            requests_per_level=args.requests_per_level,
+            warmup_requests=args.warmup,
+            request_timeout_s=args.timeout,
+            time_budget_s=args.time_budget,
+            ramp_up_s=args.ramp_up,
+            sustain_load=not args.no_sustain,
+            max_retries=args.max_retries,
+        ),
+        cost=CostConfig(
+            price_per_hour=args.price_per_hour if args.price_per_hour is not None else _catalog_price(args),
+            instance_count=args.instance_count or 1,
+        ),
+        label=args.label,
+    )
+
+
+def _validation_message(error: ValidationError) -> str:
+    first = error.errors()[0]
+    field = str(first["loc"][-1]) if first["loc"] else ""
+    option = _OPTION_FOR_FIELD.get(field, field or "arguments")
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"argument {option}: {message}"
+
+
+class ProgressBar:
+    """One line per level on stderr; redrawn in place on a terminal, summary only otherwise."""
+
+    def __init__(self, stream: TextIO, enabled: bool) -> None:
+        self._stream = stream
+        self._enabled = enabled
+        self._live = enabled and stream.isatty()
+        self._last_draw = -1.0
+
+    def update(self, p: LevelProgress) -> None:
+        if not self._live:
+            return
+        done = p.measured_done == p.measured_total
+        if not done and p.elapsed_s - self._last_draw < 0.1:
+            return
+        self._last_draw = p.elapsed_s
+        width = 30
+        filled = width * p.measured_done // max(1, p.measured_total)
+        stage = "" if p.warmup_done >= p.warmup_total else f" warm-up {p.warmup_done}/{p.warmup_total}"
+        self._stream.write(
+            f"\rC={p.concurrency:<4} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{p.measured_done}/{p.measured_total} failed {p.measured_failed}{stage} {p.elapsed_s:5.0f}s "
+        )
+        self._stream.flush()
+
+    def level_done(self, level: LevelResult) -> None:
+        if not self._enabled:
+            return
+        if self._live:
+            self._stream.write("\r\x1b[K")
+        self._stream.write(_level_line(level) + "\n")
+        self._stream.flush()
+
+
+def _number(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _level_line(level: LevelResult) -> str:
+    cost = level.cost_per_million_output_tokens
+    text = (
+        f"C={level.concurrency:<4} ok {level.completed} failed {level.failed}"
+        f" | out {_number(level.output_throughput, ',.1f')} tok/s"
+        f" | {_number(level.output_tokens_per_second_per_user, '.1f')} tok/s/user"
+        f" | TTFT p50 {_number(level.median_ttft_ms, '.0f')} ms"
+        f" | TPOT p50 {_number(level.median_tpot_ms, '.1f')} ms"
+        f" | E2E p50 {_number(None if level.median_e2el_ms is None else level.median_e2el_ms / 1000, '.2f')} s"
+    )
+    if cost is not None:
+        text += f" | ${cost:.3f}/M out"
+    if not level.complete:
+        text += f" [{level.stop_reason}]"
+    return text
+
+
+async def _run_sweep(config: BenchmarkConfig, paths: OutputPaths, bar: ProgressBar) -> BenchmarkState:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_sigint() -> None:
+        # First Ctrl-C: finish gracefully, keeping what was measured. Second: default behaviour.
+        stop.set()
+        loop.remove_signal_handler(signal.SIGINT)
+        print("\nstopping: writing what was measured (Ctrl-C again to abort)", file=sys.stderr)
+
+    # No signal handlers on Windows or off the main thread: Ctrl-C then aborts as usual.
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    state = new_benchmark(config)
+    write_results(state.result, paths.results)
+
+    def on_level(report: LevelReport) -> None:
+        write_all(report.state.result, paths, report.records)
+        if report.level is not None:
+            bar.level_done(report.level)
+
+    return await run_benchmark(config, stop=stop, progress=bar.update, on_level=on_level, state=state)
+
+
+def _outcome(result: BenchmarkResult, paths: OutputPaths) -> tuple[int, str]:
+    failed = sum(level.failed for level in result.levels)
+    classes: dict[str, int] = {}
+    for level in result.levels:
+        for name, count in level.failure_classes.items():
+            classes[name] = classes.get(name, 0) + count
+    where = f"results in {paths.results}"
+    if result.status in ("error", "aborted"):
+        return EXIT_NOT_RUN, f"error: {(result.error or 'failed').rstrip('.')}; {where}"
+    if result.status == "interrupted":
+        return EXIT_INTERRUPTED, f"interrupted: partial {where}"
+    summary = ", ".join(f"{n} {name}" for name, n in sorted(classes.items()))
+    budget = " (time budget reached)" if result.status == "partial" else ""
+    if failed:
+        return EXIT_REQUEST_FAILURES, f"warning: {failed} requests failed ({summary}){budget}; {where}"
+    return EXIT_OK, f"done{budget}: {len(result.levels)} levels; {where}"
+
+
+def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    problem = _check_combinations(args)
+    if problem is not None:
+        return _usage_error(parser, problem)
+    try:
+        config = build_config(args)
+    except ValidationError as exc:
+        return _usage_error(parser, _validation_message(exc))
+    paths = OutputPaths.for_results(args.output)
+    paths.requests_jsonl.unlink(missing_ok=True)  # appended per level: start this run's file empty
+    bar = ProgressBar(sys.stderr, enabled=not args.quiet)
+    try:
+        state = asyncio.run(_run_sweep(config, paths, bar))
+    except KeyboardInterrupt:
+        print(f"interrupted: results of completed levels are in {paths.results}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        print(f"error: cannot write results: {exc}", file=sys.stderr)
+        return EXIT_NOT_RUN
+    write_results(state.result, paths.results)
+    code, message = _outcome(state.result, paths)
+    print(" ".join(message.split()), file=sys.stderr)  # one line, whatever the server said
+    return code
+
+
+def run_report(args: argparse.Namespace) -> int:
+    results: list[BenchmarkResult] = []
+    for path in args.results:
+        try:
+            results.append(load_results(path))
+        except OSError as exc:
+            print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_NOT_RUN
+        except ValidationError as exc:
+            print(f"error: {path} is not a bench results file: {exc.errors()[0]['msg']}", file=sys.stderr)
+            return EXIT_NOT_RUN
+    from speculative_infra.benchmark.report import render_report  # matplotlib only when reporting
+
+    files = render_report(results, args.out)
+    print(f"wrote {files.markdown} and {len(files.images)} plots", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,269 @@
+"""`speculative-infra bench` / `report`: exit codes, one-line errors, result files, Ctrl-C."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from speculative_infra.cli.main import main
+
+from .stand_ins.server import ServerProcess
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = [
+    "--input-tokens",
+    "40",
+    "--output-tokens",
+    "20",
+    "--requests-per-level",
+    "4",
+    "--warmup",
+    "1",
+    "--quiet",
+]
+
+
+def test_bench_writes_json_csv_jsonl_and_exits_0(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run" / "results.json"
+    argv = ["bench", "--url", f"{stand_in.base_url}/steady", "--concurrency", "1,2", *FAST]
+    code = main(
+        [*argv, "--price-per-hour", "4.2", "--instance-count", "2", "--seed", "9", "--output", str(out)]
+    )
+    assert code == 0
+    result = json.loads(out.read_text())
+    assert result["status"] == "complete"
+    assert result["target"] == {
+        "kind": "openai_http",
+        "base_url": f"{stand_in.base_url}/steady",
+        "api": "chat",
+        "model": None,
+    }
+    assert result["workload"]["input_tokens"] == 40 and result["workload"]["seed"] == 9
+    assert result["started_at"]
+    required = {
+        "concurrency",
+        "completed",
+        "failed",
+        "request_throughput",
+        "output_throughput",
+        "total_token_throughput",
+        "mean_ttft_ms",
+        "median_ttft_ms",
+        "p99_ttft_ms",
+        "mean_tpot_ms",
+        "median_tpot_ms",
+        "median_itl_ms",
+        "median_e2el_ms",
+        "output_tokens_per_second_per_user",
+        "mean_tokens_per_chunk",
+        "cost_per_million_output_tokens",
+        "p90_ttft_ms",
+        "p99_client_lag_ms",
+        "failure_classes",
+    }
+    for level in result["levels"]:
+        assert required <= set(level)
+        expected_cost = 4.2 * 2 / (3600 * level["output_throughput"]) * 1e6
+        assert level["cost_per_million_output_tokens"] == pytest.approx(expected_cost)
+    rows = list(csv.DictReader((tmp_path / "run" / "results.csv").open()))
+    assert [r["concurrency"] for r in rows] == ["1", "2"]
+    lines = [json.loads(line) for line in (tmp_path / "run" / "results.requests.jsonl").open()]
+    measured = [line for line in lines if line["phase"] == "measured"]
+    assert len(measured) == 8 and all(line["status"] == "ok" for line in measured)
+    assert {line["phase"] for line in lines} >= {"warmup", "measured"}
+    assert "done: 2 levels" in capsys.readouterr().err
+
+
+def test_report_renders_plots_and_markdown(stand_in: ServerProcess, tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    base = [
+        "bench",
+        "--url",
+        f"{stand_in.base_url}/spec",
+        "--concurrency",
+        "1,2",
+        *FAST,
+        "--price-per-hour",
+        "1",
+    ]
+    assert main([*base, "--label", "eagle", "--output", str(first)]) == 0
+    assert main([*base, "--label", "baseline", "--output", str(second)]) == 0
+    assert main(["report", str(first), str(second), "--out", str(tmp_path / "report")]) == 0
+    pngs = sorted(p.name for p in (tmp_path / "report").glob("*.png"))
+    assert pngs == [
+        "cost_vs_concurrency.png",
+        "latency_vs_concurrency.png",
+        "per_user_throughput_vs_concurrency.png",
+        "throughput_vs_per_user.png",
+    ]
+    assert all((tmp_path / "report" / p).read_bytes().startswith(b"\x89PNG") for p in pngs)
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "## eagle" in markdown and "## baseline" in markdown and "![latency_vs_concurrency]" in markdown
+
+
+def test_report_of_a_missing_or_foreign_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "nope.json"), "--out", str(tmp_path)]) == 3
+    (tmp_path / "other.json").write_text('{"hello": 1}')
+    assert main(["report", str(tmp_path / "other.json"), "--out", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "not a bench results file" in err and "Traceback" not in err
+
+
+def test_some_failed_requests_exit_1(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    argv = ["bench", "--url", f"{stand_in.base_url}/cli_flaky", "--concurrency", "1", *FAST, "--warmup", "0"]
+    assert main([*argv, "--output", str(out)]) == 1
+    assert "warning: 1 requests failed (1 server_error)" in capsys.readouterr().err
+    [level] = json.loads(out.read_text())["levels"]
+    assert (level["completed"], level["failed"]) == (3, 1)
+
+
+def test_a_level_where_everything_fails_exits_3(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    code = main(
+        ["bench", "--url", f"{stand_in.base_url}/broken", "--concurrency", "1", *FAST, "--output", str(out)]
+    )
+    # Every request breaks: the level aborts, nothing can be said about the endpoint.
+    assert code == 3
+    err = capsys.readouterr().err
+    assert "stream_broken" in err and "Traceback" not in err
+    assert json.loads(out.read_text())["levels"][0]["failure_classes"] == {"stream_broken": 2}
+
+
+def test_unreachable_url_is_one_line_and_a_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.json"
+    assert (
+        main(["bench", "--url", "http://127.0.0.1:9", "--concurrency", "1", *FAST, "--output", str(out)]) == 3
+    )
+    err_lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err_lines[-1].startswith("error: concurrency 1:") and "connection_error" in err_lines[-1]
+    assert json.loads(out.read_text())["status"] == "aborted"
+
+
+def test_sagemaker_without_region_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], aws_env: None
+) -> None:
+    out = tmp_path / "r.json"
+    assert main(["bench", "--endpoint", "my-endpoint", *FAST, "--output", str(out)]) == 3
+    assert "must specify a region" in capsys.readouterr().err
+    assert json.loads(out.read_text())["status"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["--url", "localhost:8000"], "--url"),
+        (["--url", "http://h:1", "--concurrency", "1,0"], "--concurrency"),
+        (["--url", "http://h:1", "--concurrency", "a"], "--concurrency"),
+        (["--url", "http://h:1", "--inference-component", "ic"], "--inference-component"),
+        (["--endpoint", "e", "--api", "chat"], "--api"),
+        (["--url", "http://h:1", "--instance-count", "2"], "--instance-count"),
+        (["--url", "http://h:1", "--shared-prefix-tokens", "1000"], "--shared-prefix-tokens"),
+        (["--url", "http://h:1", "--timeout", "0"], "--timeout"),
+        (["--endpoint", "x" * 64], "--endpoint"),
+        (["--url", "http://h:1", "--endpoint", "e"], "--endpoint"),
+    ],
+)
+def test_bad_arguments_name_the_argument(
+    args: list[str], names: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = main(["bench", *args, "--output", str(tmp_path / "r.json")])
+    except SystemExit as exc:  # argparse's own checks exit directly
+        code = int(exc.code or 0)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"argument {names}" in err and "usage:" in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_ctrl_c_keeps_partial_results(stand_in: ServerProcess, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "speculative_infra.cli.main",
+        "bench",
+        "--url",
+        f"{stand_in.base_url}/slow",
+        "--concurrency",
+        "1,2",
+        "--input-tokens",
+        "20",
+        "--output-tokens",
+        "10",
+        "--requests-per-level",
+        "50",
+        "--warmup",
+        "0",
+        "--output",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    time.sleep(2.5)  # 10 tokens x 50 ms: a few requests complete
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    result = json.loads(out.read_text())
+    assert result["status"] == "interrupted"
+    [level] = result["levels"]
+    assert level["stop_reason"] == "interrupted" and level["completed"] >= 1
+    assert (tmp_path / "r.requests.jsonl").read_text().count('"phase":"measured"') >= level["completed"]
+
+
+def test_price_comes_from_the_catalog_for_an_instance_type(stand_in: ServerProcess, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "bench",
+            "--url",
+            f"{stand_in.base_url}/steady",
+            "--concurrency",
+            "1",
+            *FAST,
+            "--instance-type",
+            "ml.g7e.2xlarge",
+            "--output",
+            str(out),
+        ]
+    )
+    assert code == 0
+    result = json.loads(out.read_text())
+    [level] = result["levels"]
+    expected = 4.2039 / (3600 * level["output_throughput"]) * 1e6
+    assert level["cost_per_million_output_tokens"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_unknown_price_names_the_argument(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "bench",
+            "--url",
+            "http://127.0.0.1:9",
+            "--instance-type",
+            "ml.p5.48xlarge",
+            "--output",
+            str(tmp_path / "r.json"),
+        ]
+    )
+    assert code == 2
+    assert "argument --instance-type" in capsys.readouterr().err
