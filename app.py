@@ -42,6 +42,8 @@ def build_app(outdir: str | None = None) -> cdk.App:
         engine=QWEN3_32B_ENGINE,
         speculative=QWEN3_32B_EAGLE3,
         scaling={"min_capacity": 1, "max_capacity": 4},
+        # Measured after every deployment; a throughput below the gate rolls the deployment back.
+        benchmark={"concurrency": [1, 8, 32], "min_output_throughput": 300},
     )
     # The same model without speculation: the baseline of the benchmark.
     SpeculativeVllmEndpoint(

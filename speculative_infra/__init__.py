@@ -14,6 +14,7 @@ from speculative_infra._version import __version__
 if TYPE_CHECKING:
     from speculative_infra.check import CheckResult, check
     from speculative_infra.constructs.eagle_job import EagleOptimizationJob, TrainedDraft
+    from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
     from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
     from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "BenchmarkOptions": "speculative_infra.constructs.endpoint_benchmark",
     "CheckResult": "speculative_infra.check",
     "check": "speculative_infra.check",
     "CompatibilityError": "speculative_infra.errors",
@@ -37,6 +39,7 @@ _EXPORTS = {
     "DeploymentSpec": "speculative_infra.spec",
     "EngineArgs": "speculative_infra.spec",
     "EagleOptimizationJob": "speculative_infra.constructs.eagle_job",
+    "EndpointBenchmark": "speculative_infra.constructs.endpoint_benchmark",
     "Finding": "speculative_infra.rules",
     "InferenceComponentEndpoint": "speculative_infra.constructs.inference_component_endpoint",
     "LmiInferenceComponent": "speculative_infra.constructs.lmi_component",
@@ -51,11 +54,13 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "BenchmarkOptions",
     "CheckResult",
     "CompatibilityError",
     "DeploymentGuardrails",
     "DeploymentSpec",
     "EagleOptimizationJob",
+    "EndpointBenchmark",
     "EngineArgs",
     "Finding",
     "InferenceComponentEndpoint",

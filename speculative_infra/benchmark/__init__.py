@@ -1,7 +1,10 @@
 """Benchmark engine for LLM endpoints: closed-loop load, vLLM-named metrics, tokens per dollar.
 
-Pure Python with no CDK import. aiohttp (HTTP transport), boto3 (SageMaker transport) and
-matplotlib (report) are imported only by the modules that need them.
+Pure Python with no CDK import. Configuration, results and the resumable sweep state are
+standard-library dataclasses with explicit validation (:class:`ConfigError`) and JSON conversion
+(``to_dict()`` / ``from_dict()``), so the SageMaker path runs on the standard library plus boto3
+alone (an AWS Lambda function bundled as source files). aiohttp (HTTP transport), boto3
+(SageMaker transport) and matplotlib (report) are imported only by the modules that need them.
 
 Typical use::
 
@@ -13,6 +16,7 @@ Typical use::
 from .clock import Clock, MonotonicClock
 from .config import (
     BenchmarkConfig,
+    ConfigError,
     CostConfig,
     HttpTarget,
     LoadConfig,
@@ -49,6 +53,7 @@ __all__ = [
     "BenchmarkResult",
     "BenchmarkState",
     "Clock",
+    "ConfigError",
     "CostConfig",
     "Failure",
     "FailureClass",

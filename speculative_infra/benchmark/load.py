@@ -138,7 +138,7 @@ class _Level:
         self._started = 0.0
 
     async def run(self) -> LevelRun:
-        # A full garbage collection scans every object in the process (aiohttp, boto3, pydantic:
+        # A full garbage collection scans every object in the process (aiohttp, boto3 and the rest:
         # ~100k) and stalls all streams for 20-30 ms. Collect now, before the clock starts, and
         # freeze the survivors so collections during the level only scan what the level creates.
         gc.collect()

@@ -29,7 +29,7 @@ from itertools import pairwise
 from .config import CostConfig, WorkloadConfig
 from .formats import TokenSource
 from .load import LevelRun, RequestOutcome
-from .results import InputTokenSource, LevelResult, OutputTokenSource, RequestRecord
+from .results import InputTokenSource, LevelResult, OutputTokenSource, RequestRecord, RequestStatus
 from .workload import Phase
 
 
@@ -110,7 +110,7 @@ def request_record(
 ) -> RequestRecord:
     rec = outcome.rec
     start = rec.start
-    status = "cancelled" if outcome.cancelled else ("failed" if rec.failure else "ok")
+    status: RequestStatus = "cancelled" if outcome.cancelled else ("failed" if rec.failure else "ok")
     ok = status == "ok"
     times = rec.content_times
     ttft = times[0] - start if ok and times else None

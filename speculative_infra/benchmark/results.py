@@ -1,25 +1,27 @@
-"""Result models: what a benchmark run writes (JSON), one model per level and per request."""
+"""Result records: what a benchmark run writes (JSON), one record per level and per request.
+
+Mutable dataclasses checked when built (see :mod:`.schema`); ``to_dict()`` is exactly the JSON
+written to ``results.json`` / ``*.requests.jsonl`` and ``from_dict()`` reads it back.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .config import CostConfig, HttpTarget, LoadConfig, SageMakerTarget, Target, WorkloadConfig
+from .schema import Record
 
 SCHEMA_VERSION = 1
 
 RunStatus = Literal["running", "complete", "partial", "interrupted", "aborted", "error"]
 OutputTokenSource = Literal["usage", "details", "max_tokens", "chunks"]
 InputTokenSource = Literal["usage", "details", "estimate"]
+RequestStatus = Literal["ok", "failed", "cancelled"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RequestRecord(_Model):
+@dataclass(slots=True, kw_only=True)
+class RequestRecord(Record):
     """One request as the client saw it (one line of the per-request JSONL).
 
     Times ending in ``_s`` are seconds since the start of the level; durations are in ms.
@@ -30,11 +32,11 @@ class RequestRecord(_Model):
     index: int
     request_id: str
     slot: int
-    status: Literal["ok", "failed", "cancelled"]
+    status: RequestStatus
     failure_class: str | None = None
     failure_message: str | None = None
     retries: int = 0
-    retried_classes: list[str] = Field(default_factory=list)
+    retried_classes: list[str] = field(default_factory=list)
     slot_freed_at_s: float
     sent_at_s: float
     first_token_at_s: float | None = None
@@ -48,10 +50,11 @@ class RequestRecord(_Model):
     prompt_tokens: int | None = None
     chunks: int
     finish_reason: str | None = None
-    itl_ms: list[float] = Field(default_factory=list)
+    itl_ms: list[float] = field(default_factory=list)
 
 
-class LevelResult(_Model):
+@dataclass(slots=True, kw_only=True)
+class LevelResult(Record):
     """Aggregates of the measured requests of one concurrency level.
 
     Names follow ``vllm bench serve`` (``mean_ttft_ms``, ``median_tpot_ms``, ``p99_itl_ms``, ...).
@@ -67,10 +70,10 @@ class LevelResult(_Model):
     completed: int
     failed: int
     cancelled: int
-    failure_classes: dict[str, int] = Field(default_factory=dict)
-    failure_examples: dict[str, str] = Field(default_factory=dict)
+    failure_classes: dict[str, int] = field(default_factory=dict)
+    failure_examples: dict[str, str] = field(default_factory=dict)
     retries: int = 0
-    retried_classes: dict[str, int] = Field(default_factory=dict)
+    retried_classes: dict[str, int] = field(default_factory=dict)
     duration_s: float | None = None
     request_throughput: float | None = None
     output_throughput: float | None = None
@@ -98,8 +101,8 @@ class LevelResult(_Model):
     mean_input_tokens: float | None = None
     short_outputs: int = 0
     """Completed requests that generated fewer tokens than asked (the server ignored ignore_eos?)."""
-    output_tokens_source: dict[str, int] = Field(default_factory=dict)
-    input_tokens_source: dict[str, int] = Field(default_factory=dict)
+    output_tokens_source: dict[str, int] = field(default_factory=dict)
+    input_tokens_source: dict[str, int] = field(default_factory=dict)
     mean_client_lag_ms: float | None = None
     median_client_lag_ms: float | None = None
     p99_client_lag_ms: float | None = None
@@ -107,7 +110,8 @@ class LevelResult(_Model):
     cost_per_million_output_tokens: float | None = None
 
 
-class BenchmarkResult(_Model):
+@dataclass(slots=True, kw_only=True)
+class BenchmarkResult(Record):
     schema_version: int = SCHEMA_VERSION
     label: str
     target: Target
@@ -118,8 +122,8 @@ class BenchmarkResult(_Model):
     finished_at: str | None = None
     status: RunStatus = "running"
     error: str | None = None
-    client: dict[str, str] = Field(default_factory=dict)
-    levels: list[LevelResult] = Field(default_factory=list)
+    client: dict[str, str] = field(default_factory=dict)
+    levels: list[LevelResult] = field(default_factory=list)
 
     def target_name(self) -> str:
         target: SageMakerTarget | HttpTarget = self.target

@@ -5,39 +5,45 @@ post-deploy Lambda: 15 minutes per invocation) keeps a :class:`BenchmarkState` b
 runs one level per call with :func:`run_next_level` or :func:`run_next_level_blocking`::
 
     state = new_benchmark(config)                       # first invocation
-    state = BenchmarkState.model_validate(saved_json)   # later invocations
+    state = BenchmarkState.from_dict(saved)             # later invocations
     report = run_next_level_blocking(state, seconds_available=remaining_s - 30)
     save(report.records)                                # per-request rows of that level
-    saved_json = report.state.model_dump(mode="json")   # until report.state.done
+    saved = report.state.to_dict()                      # JSON-safe; until report.state.done
+
+Every function here returns a new state and leaves the one it was given unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from pydantic import BaseModel, ConfigDict
 
 from .clock import Clock, MonotonicClock
 from .config import BenchmarkConfig
 from .load import ProgressCallback, StopReason, run_level
 from .metrics import summarize_level
 from .results import BenchmarkResult, LevelResult, RequestRecord, RunStatus
+from .schema import Record
 from .transports import TargetUnavailable, Transport, make_transport
 from .workload import PromptFactory
 
 
-class BenchmarkState(BaseModel):
-    """Everything needed to continue a sweep in another process: config, results so far, position."""
+@dataclass(slots=True, kw_only=True)
+class BenchmarkState(Record):
+    """Everything needed to continue a sweep in another process: config, results so far, position.
 
-    model_config = ConfigDict(extra="forbid")
+    ``to_dict()`` is JSON-safe and ``BenchmarkState.from_dict(state.to_dict()) == state``, so a
+    Lambda can keep it between invocations (in its return value, Step Functions or S3).
+    """
 
     config: BenchmarkConfig
     run_id: str
     result: BenchmarkResult
-    next_level_index: int = 0
+    next_level_index: int = field(default=0, metadata={"ge": 0})
 
     @property
     def done(self) -> bool:
@@ -69,8 +75,8 @@ def new_benchmark(
     clock = clock or MonotonicClock()
     workload = config.workload
     if workload.seed is None:
-        workload = workload.model_copy(update={"seed": secrets.randbelow(2**31)})
-        config = config.model_copy(update={"workload": workload})
+        workload = dataclasses.replace(workload, seed=secrets.randbelow(2**31))
+        config = dataclasses.replace(config, workload=workload)
     result = BenchmarkResult(
         label=config.display_label(),
         target=config.target,
@@ -84,7 +90,7 @@ def new_benchmark(
 
 def finish_with_error(state: BenchmarkState, message: str, *, clock: Clock | None = None) -> BenchmarkState:
     """Record that the sweep could not continue (nothing more will run)."""
-    new = state.model_copy(deep=True)
+    new = copy.deepcopy(state)
     new.result.status = "error"
     new.result.error = message
     new.result.finished_at = _timestamp(clock or MonotonicClock())
@@ -134,7 +140,7 @@ async def run_next_level(
     level, records = summarize_level(
         run, state.config.workload, state.config.cost, transport.api_format.server_token_source
     )
-    new = state.model_copy(deep=True)
+    new = copy.deepcopy(state)
     new.next_level_index += 1
     result = new.result
     result.levels.append(level)
@@ -181,7 +187,7 @@ async def run_benchmark(
             elif deadline is not None and clock.now() >= deadline:
                 between = "partial"
             if between is not None:
-                state = state.model_copy(deep=True)
+                state = copy.deepcopy(state)
                 state.result.status = between
                 state.result.finished_at = _timestamp(clock)
                 break

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlparse
 
-from pydantic import ValidationError
-
 from speculative_infra.benchmark.config import (
     DEFAULT_CONCURRENCY_LEVELS,
     BenchmarkConfig,
+    ConfigError,
     CostConfig,
     HttpTarget,
     LoadConfig,
@@ -44,13 +43,28 @@ exit status: 0 all requests succeeded; 1 some requests failed; 2 bad arguments;
 # Which option a config field comes from, to name it in error messages.
 _OPTION_FOR_FIELD = {
     "endpoint_name": "--endpoint",
+    "inference_component_name": "--inference-component",
+    "region": "--region",
+    "container": "--container",
+    "endpoint_url": "--endpoint-url",
     "base_url": "--url",
+    "api": "--api",
+    "model": "--model",
     "input_tokens": "--input-tokens",
     "output_tokens": "--output-tokens",
     "shared_prefix_tokens": "--shared-prefix-tokens",
+    "seed": "--seed",
+    "temperature": "--temperature",
     "concurrency_levels": "--concurrency",
+    "requests_per_level": "--requests-per-level",
+    "warmup_requests": "--warmup",
+    "request_timeout_s": "--timeout",
+    "time_budget_s": "--time-budget",
+    "ramp_up_s": "--ramp-up",
+    "max_retries": "--max-retries",
     "price_per_hour": "--price-per-hour",
     "instance_count": "--instance-count",
+    "label": "--label",
 }
 
 
@@ -268,7 +282,7 @@ def _catalog_price(args: argparse.Namespace) -> float | None:
 
 
 def build_config(args: argparse.Namespace) -> BenchmarkConfig:
-    """The engine configuration from parsed ``bench`` arguments (raises pydantic ValidationError)."""
+    """The engine configuration from parsed ``bench`` arguments (raises ConfigError naming the field)."""
     target: SageMakerTarget | HttpTarget
     if args.endpoint is not None:
         target = SageMakerTarget(
@@ -310,12 +324,11 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
     )
 
 
-def _validation_message(error: ValidationError) -> str:
-    first = error.errors()[0]
-    field = str(first["loc"][-1]) if first["loc"] else ""
+def _validation_message(error: ConfigError) -> str:
+    # "load.concurrency_levels[1]" -> "concurrency_levels" -> "--concurrency"
+    field = error.field.rsplit(".", 1)[-1].split("[", 1)[0]
     option = _OPTION_FOR_FIELD.get(field, field or "arguments")
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return f"argument {option}: {message}"
+    return f"argument {option}: {error.reason}"
 
 
 class ProgressBar:
@@ -421,7 +434,7 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _usage_error(parser, problem)
     try:
         config = build_config(args)
-    except ValidationError as exc:
+    except ConfigError as exc:
         return _usage_error(parser, _validation_message(exc))
     paths = OutputPaths.for_results(args.output)
     paths.requests_jsonl.unlink(missing_ok=True)  # appended per level: start this run's file empty
@@ -448,8 +461,8 @@ def run_report(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_NOT_RUN
-        except ValidationError as exc:
-            print(f"error: {path} is not a bench results file: {exc.errors()[0]['msg']}", file=sys.stderr)
+        except ValueError as exc:  # ConfigError (wrong shape), JSONDecodeError, UnicodeDecodeError
+            print(f"error: {path} is not a bench results file: {exc}", file=sys.stderr)
             return EXIT_NOT_RUN
     from speculative_infra.benchmark.report import render_report  # matplotlib only when reporting
 

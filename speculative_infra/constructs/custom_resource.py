@@ -51,8 +51,9 @@ def handler_function(
     timeout: Duration | None = None,
     memory_size: int = 256,
     environment: Mapping[str, str] | None = None,
+    code: lambda_.Code | None = None,
 ) -> lambda_.Function:
-    """A Python handler from speculative_infra/handlers, with its own log group and role."""
+    """A Python handler (default code: speculative_infra/handlers), with its own log group and role."""
     log_group = _log_group(scope, f"{construct_id}Logs")
     role = _logging_role(scope, f"{construct_id}Role", log_group, f"speculative-infra {description}")
     return lambda_.Function(
@@ -60,7 +61,7 @@ def handler_function(
         construct_id,
         runtime=LAMBDA_RUNTIME,
         handler=handler,
-        code=lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc"]),
+        code=code or lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc"]),
         timeout=timeout or Duration.minutes(1),
         memory_size=memory_size,
         description=f"speculative-infra {description}",

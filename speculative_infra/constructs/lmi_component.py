@@ -15,6 +15,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from speculative_infra.check import CheckResult
+from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
 from speculative_infra.constructs.execution_role import add_execution_permissions
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.inference_component_endpoint import (
@@ -62,6 +63,7 @@ class LmiInferenceComponent(Construct):
         model_data_download_timeout: Duration | None = None,
         environment: Mapping[str, str] | None = None,
         tags: Mapping[str, str] | None = None,
+        benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
     ) -> None:
         """
         :param model_id: Hugging Face model id (HF_MODEL_ID).
@@ -86,6 +88,7 @@ class LmiInferenceComponent(Construct):
         :param model_data_download_timeout: Default: sized to the weights.
         :param environment: extra container environment. Default: none.
         :param tags: Default: none.
+        :param benchmark: benchmark the component after every deployment (EndpointBenchmark). Default: none.
         """
         super().__init__(scope, construct_id)
         scaling_options = _parse_scaling(scaling, self.node.path)
@@ -220,6 +223,9 @@ class LmiInferenceComponent(Construct):
             self._add_scaling(scaling_options)
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
+        self.benchmark: EndpointBenchmark | None = None
+        if benchmark is not None:
+            self.benchmark = EndpointBenchmark(self, "Benchmark", target=self, options=benchmark)
 
     def _own_endpoint(
         self,

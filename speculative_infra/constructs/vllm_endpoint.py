@@ -17,6 +17,7 @@ from constructs import Construct
 
 from speculative_infra.check import CheckResult
 from speculative_infra.constructs.eagle_job import TrainedDraft
+from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
@@ -109,6 +110,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         environment: Mapping[str, str] | None = None,
         tags: Mapping[str, str] | None = None,
         deployment_guardrails: DeploymentGuardrails | None = None,
+        benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
         extra_model_data: Sequence[S3Location] = (),
     ) -> None:
         """
@@ -141,6 +143,8 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         :param environment: extra container environment, checked against SageMaker's limits. Default: none.
         :param tags: tags on every resource. Default: none.
         :param deployment_guardrails: blue/green or rolling updates with auto-rollback. Default: none.
+        :param benchmark: benchmark the endpoint after every deployment (EndpointBenchmark), with optional
+            gates that roll a deployment back. Default: none.
         """
         super().__init__(scope, construct_id)
         if model_id is None and model_data is None:
@@ -192,6 +196,9 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             guardrails=deployment_guardrails,
             extra_model_data=extra_model_data,
         )
+        self.benchmark: EndpointBenchmark | None = None
+        if benchmark is not None:
+            self.benchmark = EndpointBenchmark(self, "Benchmark", target=self, options=benchmark)
 
     @classmethod
     def from_spec(

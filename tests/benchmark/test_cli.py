@@ -176,6 +176,8 @@ def test_sagemaker_without_region_is_one_line(
         (["--url", "http://h:1", "--instance-count", "2"], "--instance-count"),
         (["--url", "http://h:1", "--shared-prefix-tokens", "1000"], "--shared-prefix-tokens"),
         (["--url", "http://h:1", "--timeout", "0"], "--timeout"),
+        (["--url", "http://h:1", "--timeout", "inf"], "--timeout"),  # JSON has no infinity
+        (["--url", "http://h:1", "--temperature", "nan"], "--temperature"),
         (["--endpoint", "x" * 64], "--endpoint"),
         (["--url", "http://h:1", "--endpoint", "e"], "--endpoint"),
     ],

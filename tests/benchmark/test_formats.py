@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -31,7 +32,7 @@ def test_chat_payload_forces_length_and_asks_for_usage() -> None:
 
 
 def test_chat_payload_without_forcing_or_model() -> None:
-    workload = WORKLOAD.model_copy(update={"force_output_length": False, "temperature": 0.0})
+    workload = dataclasses.replace(WORKLOAD, force_output_length=False, temperature=0.0)
     body = json.loads(OpenAIChatFormat(workload).body(Prompt("", "u")))
     assert "ignore_eos" not in body and "min_tokens" not in body and "model" not in body
     assert body["temperature"] == 0.0

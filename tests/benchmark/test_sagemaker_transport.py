@@ -69,7 +69,9 @@ def test_vllm_stream_split_across_payload_parts_and_utf8(stand_in: ServerProcess
         assert level.mean_tokens_per_chunk == pytest.approx(2.0)
         assert level.output_tokens_source == {"usage": 6}
         assert level.median_ttft_ms is not None and level.median_ttft_ms >= behavior.ttft_s * 1000 - 0.5
-        assert level.median_ttft_ms == pytest.approx(server_ttft_ms, abs=6.0)
+        # Loose bound: this test proves parsing across part boundaries, not timing accuracy (that is
+        # benchmarks/bench_engine_accuracy.py's job); boto3's signing under a loaded CI core varies.
+        assert level.median_ttft_ms == pytest.approx(server_ttft_ms, abs=15.0)
         assert level.median_tpot_ms == pytest.approx(behavior.expected_tpot_s(OUTPUT_TOKENS) * 1000, abs=1.0)
     assert truth[0]["params"]["ignore_eos"] is True
     assert truth[0]["params"]["content_type"] == "application/json"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
-from speculative_infra.benchmark.config import WorkloadConfig
+from speculative_infra.benchmark.config import ConfigError, WorkloadConfig
 from speculative_infra.benchmark.workload import Phase, PromptFactory
 
 
@@ -41,5 +40,7 @@ def test_lengths_and_shared_prefix() -> None:
 
 
 def test_prefix_must_be_shorter_than_input() -> None:
-    with pytest.raises(ValidationError, match="shared_prefix_tokens"):
+    with pytest.raises(ConfigError, match="shared_prefix_tokens") as caught:
         WorkloadConfig(input_tokens=100, shared_prefix_tokens=100)
+    assert caught.value.field == "shared_prefix_tokens" and caught.value.value == 100
+    assert "smaller than input_tokens (100)" in str(caught.value)

@@ -1,0 +1,329 @@
+"""EndpointBenchmark: benchmark an endpoint (or inference component) right after it is deployed."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aws_cdk import CfnOutput, CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.constructs.custom_resource import handler_function, provider
+from speculative_infra.constructs.nag import acknowledge
+
+if TYPE_CHECKING:
+    from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+    from speculative_infra.constructs.vllm_endpoint import SpeculativeVllmEndpoint
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+# CloudFormation waits at most an hour for a custom resource; one invocation lasts at most 15 minutes.
+MAX_TOTAL = Duration.minutes(55)
+MAX_INVOCATION_S = 15 * 60
+PLANNING_MARGIN_S = 120  # state writes, start-up, and the estimate's own error
+VCPU_MEMORY_MB = 1769  # Lambda gives one vCPU per 1,769 MB
+STREAMS_PER_CORE = 256  # measured: one core drives 256 SageMaker streams with p99 client lag < 5 ms
+
+
+class BenchmarkOptions(BaseModel):
+    """What the post-deploy benchmark measures, and the gates a deployment must pass."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    concurrency: list[int] = Field(default_factory=lambda: [1, 8, 32], min_length=1)
+    input_tokens: int = Field(default=1000, ge=1)
+    output_tokens: int = Field(default=560, ge=1)
+    requests_per_level: int = Field(default=32, ge=1, description="Measured requests per level. Default: 32.")
+    warmup_requests: int | None = Field(default=None, ge=0, description="Default: one per slot.")
+    shared_prefix_tokens: int = Field(default=0, ge=0)
+    request_timeout_seconds: float = Field(default=300, gt=0)
+    expected_tpot_ms: float = Field(
+        default=30.0,
+        gt=0,
+        description="Time per output token assumed at concurrency 1 to check that the sweep fits in "
+        "CloudFormation's hour (the reference g7e + EAGLE3 measured ~12 ms). Default: 30.",
+    )
+    price_per_hour: float | None = Field(
+        default=None, gt=0, description="Default: the catalog's on-demand price."
+    )
+    min_output_throughput: float | None = Field(
+        default=None, gt=0, description="Gate: output tok/s at the highest level. Default: none."
+    )
+    max_p99_ttft_ms: float | None = Field(
+        default=None, gt=0, description="Gate: p99 TTFT at the highest level. Default: none."
+    )
+    fail_on_error: bool = Field(
+        default=False, description="Fail the deployment when the benchmark cannot measure."
+    )
+
+    @model_validator(mode="after")
+    def _levels_positive(self) -> BenchmarkOptions:
+        if any(c < 1 for c in self.concurrency):
+            raise ValueError(f"concurrency levels must be >= 1, got {self.concurrency}")
+        if self.shared_prefix_tokens >= self.input_tokens:
+            raise ValueError("shared_prefix_tokens must be smaller than input_tokens")
+        return self
+
+    def warmup_for(self, concurrency: int) -> int:
+        return self.warmup_requests if self.warmup_requests is not None else concurrency
+
+    def estimated_level_seconds(self, concurrency: int) -> float:
+        """A conservative estimate: waves of requests, each slowed as the batch grows."""
+        requests = self.requests_per_level + self.warmup_for(concurrency)
+        waves = math.ceil(requests / concurrency)
+        per_request = 1.0 + self.output_tokens * self.expected_tpot_ms / 1000.0 * (1 + (concurrency - 1) / 32)
+        return waves * per_request
+
+    def estimated_total_seconds(self) -> float:
+        return sum(self.estimated_level_seconds(c) for c in self.concurrency)
+
+
+def parse_options(options: BenchmarkOptions | Mapping[str, Any] | None, path: str) -> BenchmarkOptions:
+    if isinstance(options, BenchmarkOptions):
+        return options
+    try:
+        return BenchmarkOptions.model_validate(dict(options or {}))
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"{path}: benchmark options: {field}: {first['msg']}") from None
+
+
+def check_fits(options: BenchmarkOptions, path: str) -> None:
+    """Options that cannot finish within CloudFormation's hour (or a level within one Lambda) fail at synth."""
+    problems = []
+    for c in options.concurrency:
+        seconds = options.estimated_level_seconds(c)
+        if seconds > MAX_INVOCATION_S - PLANNING_MARGIN_S:
+            problems.append(
+                f"level {c} is estimated at {seconds / 60:.1f} min; one level must fit one 15-minute Lambda"
+            )
+    total = options.estimated_total_seconds()
+    if total > MAX_TOTAL.to_seconds() - PLANNING_MARGIN_S:
+        problems.append(
+            f"the sweep is estimated at {total / 60:.1f} min; CloudFormation waits at most 60 min "
+            f"(budget {(MAX_TOTAL.to_seconds() - PLANNING_MARGIN_S) / 60:.0f} min)"
+        )
+    if problems:
+        raise ValueError(
+            f"{path}: benchmark options do not fit: " + "; ".join(problems) + " (estimated with "
+            f"{options.expected_tpot_ms:g} ms per output token; lower requests_per_level, output_tokens or the "
+            "number of levels, or run `speculative-infra bench` outside the deployment)"
+        )
+
+
+def stage_handler_code() -> str:
+    """A folder with the handler and the benchmark engine it imports, as the Lambda asset."""
+    staging = Path(tempfile.mkdtemp(prefix="speculative-infra-benchmark-"))
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "report.py")
+    package = staging / "speculative_infra"
+    package.mkdir()
+    for name in ("__init__.py", "_version.py"):
+        shutil.copy2(PACKAGE_DIR / name, package / name)
+    shutil.copytree(PACKAGE_DIR / "benchmark", package / "benchmark", ignore=ignore)
+    shutil.copytree(
+        PACKAGE_DIR / "handlers" / "endpoint_benchmark", staging / "endpoint_benchmark", ignore=ignore
+    )
+    return str(staging)
+
+
+class EndpointBenchmark(Construct):
+    """Runs the benchmark engine against an endpoint once it is in service, and on every change to it.
+
+    Each is-complete invocation measures one concurrency level and keeps the sweep's state in S3, so the
+    sweep can outlast one Lambda invocation; the whole resource stays within CloudFormation's hour.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        target: SpeculativeVllmEndpoint | LmiInferenceComponent,
+        options: BenchmarkOptions | Mapping[str, Any] | None = None,
+        results_bucket: s3.IBucket | None = None,
+        results_prefix: str = "endpoint-benchmarks/",
+        outputs: bool = True,
+    ) -> None:
+        """
+        :param target: the endpoint or inference component to measure.
+        :param options: workload, levels and gates. Default: BenchmarkOptions() (levels 1, 8, 32).
+        :param results_bucket: Default: a bucket is created (encrypted, TLS only, retained).
+        :param results_prefix: Default: "endpoint-benchmarks/"; each run writes under <prefix><run id>/.
+        :param outputs: put the measured figures in stack outputs. Default: true.
+        """
+        super().__init__(scope, construct_id)
+        self.options = parse_options(options, self.node.path)
+        check_fits(self.options, self.node.path)
+        target_info = _target_info(target)
+        self.results_bucket = results_bucket or s3.Bucket(
+            self,
+            "Results",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        if results_bucket is None:
+            acknowledge(
+                self.results_bucket,
+                "S1",
+                "Holds only benchmark results written by this construct's Lambda; object access is "
+                "limited to its role and the results are not sensitive.",
+            )
+        prefix = results_prefix if results_prefix.endswith("/") else results_prefix + "/"
+        max_concurrency = max(self.options.concurrency)
+        memory = VCPU_MEMORY_MB * max(1, math.ceil(max_concurrency / STREAMS_PER_CORE))
+        code = lambda_.Code.from_asset(stage_handler_code())
+        functions = {}
+        for name, construct_id_, timeout, size in (
+            ("on_event", "OnEvent", Duration.minutes(1), 256),
+            ("is_complete", "IsComplete", Duration.minutes(15), memory),
+        ):
+            fn = handler_function(
+                self,
+                construct_id_,
+                handler=f"endpoint_benchmark.handler.{name}",
+                description=f"EndpointBenchmark {name}",
+                timeout=timeout,
+                memory_size=size,
+                code=code,
+            )
+            functions[name] = fn
+            fn.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:GetObject", "s3:PutObject"],
+                    resources=[self.results_bucket.arn_for_objects(f"{prefix}*")],
+                )
+            )
+            assert fn.role is not None
+            acknowledge(
+                fn.role,
+                "IAM5",
+                "Objects under the benchmark results prefix only (one folder per run).",
+                resource=self.results_bucket.arn_for_objects(f"{prefix}*"),
+            )
+        invoke = functions["is_complete"]
+        invoke.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+                resources=target_info["invoke_arns"],
+            )
+        )
+        self.provider = provider(
+            self,
+            "Provider",
+            on_event=functions["on_event"],
+            is_complete=functions["is_complete"],
+            query_interval=Duration.seconds(10),
+            total_timeout=MAX_TOTAL,
+        )
+        price = self.options.price_per_hour or target_info["price"]
+        config = {
+            "target": {
+                "kind": "sagemaker",
+                "endpoint_name": target_info["endpoint_name"],
+                "inference_component_name": target_info["component_name"],
+                "container": target_info["container"],
+            },
+            "workload": {
+                "input_tokens": self.options.input_tokens,
+                "output_tokens": self.options.output_tokens,
+                "shared_prefix_tokens": self.options.shared_prefix_tokens,
+            },
+            "load": {
+                "concurrency_levels": self.options.concurrency,
+                "requests_per_level": self.options.requests_per_level,
+                "warmup_requests": self.options.warmup_requests,
+                "request_timeout_s": self.options.request_timeout_seconds,
+            },
+            "cost": {"price_per_hour": price, "instance_count": target_info["instance_count"]},
+            "label": target_info["label"],
+        }
+        gates = {
+            "min_output_throughput": self.options.min_output_throughput,
+            "max_p99_ttft_ms": self.options.max_p99_ttft_ms,
+        }
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type="Custom::EndpointBenchmark",
+            properties={
+                "Config": Stack.of(self).to_json_string(config),
+                "Gates": Stack.of(self).to_json_string(gates),
+                "FailOnError": "true" if self.options.fail_on_error else "false",
+                "ResultsBucket": self.results_bucket.bucket_name,
+                "ResultsPrefix": prefix,
+                # Reruns when the deployment changes (a new endpoint config or model), never otherwise.
+                "DeploymentId": target_info["deployment_id"],
+            },
+        )
+        self.resource.node.add_dependency(target_info["depends_on"])
+        self.results_s3_uri = self.resource.get_att_string("ResultsS3Uri")
+        self.status = self.resource.get_att_string("Status")
+        self.attributes = {
+            key: self.resource.get_att_string(key)
+            for key in (
+                "OutputThroughputLowest",
+                "OutputThroughputHighest",
+                "P50TtftMsLowest",
+                "P50TtftMsHighest",
+                "P99TtftMsLowest",
+                "P99TtftMsHighest",
+                "CostPerMillionOutputTokens",
+            )
+        }
+        if outputs:
+            CfnOutput(self, "ResultsS3UriOutput", value=self.results_s3_uri, description="Benchmark results")
+            CfnOutput(self, "StatusOutput", value=self.status)
+            for key, value in self.attributes.items():
+                CfnOutput(self, f"{key}Output", value=value)
+
+
+def _target_info(target: Any) -> dict[str, Any]:
+    from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+    from speculative_infra.constructs.vllm_endpoint import SpeculativeVllmEndpoint
+
+    cat = load_catalog()
+    if isinstance(target, SpeculativeVllmEndpoint):
+        spec = target.resolved.spec
+        price = cat.price(spec.instance_type, target.resolved.region)
+        return {
+            "endpoint_name": target.endpoint_name,
+            "component_name": None,
+            "container": "vllm",
+            "invoke_arns": [target.endpoint_arn],
+            "price": price.usd_per_hour if price else None,
+            "instance_count": spec.instance_count,
+            "label": f"{target.node.id} {spec.instance_type}",
+            "deployment_id": Fn.join("/", [target.endpoint_config_name, target.model_name]),
+            "depends_on": target.endpoint,
+        }
+    if isinstance(target, LmiInferenceComponent):
+        spec = target.resolved.spec
+        price = cat.price(spec.instance_type, target.resolved.region)
+        # Cost per copy: the instance's price shared by the GPUs a copy uses.
+        share = target.tensor_parallel_degree / max(1, target.endpoint.instance.gpu_count)
+        return {
+            "endpoint_name": target.endpoint.endpoint_name,
+            "component_name": target.inference_component_name,
+            "container": "lmi",
+            "invoke_arns": [target.endpoint.endpoint_arn, target.inference_component_arn],
+            "price": price.usd_per_hour * share if price else None,
+            "instance_count": 1,
+            "label": f"{target.node.id} {spec.instance_type}",
+            "deployment_id": Fn.join("/", [target.model.attr_model_name, target.inference_component_name]),
+            "depends_on": target.inference_component,
+        }
+    raise ValueError(
+        f"target must be a SpeculativeVllmEndpoint or an LmiInferenceComponent, got {type(target).__name__}"
+    )

@@ -1,0 +1,1 @@
+"""Custom-resource handlers that benchmark an endpoint right after it is deployed."""

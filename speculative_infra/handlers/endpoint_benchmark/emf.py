@@ -1,0 +1,38 @@
+"""CloudWatch embedded metric format lines: Lambda's log pipeline turns them into metrics."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+NAMESPACE = "SpeculativeInfra/EndpointBenchmark"
+_METRICS = (
+    ("OutputThroughput", "output_throughput", "Count/Second"),
+    ("RequestThroughput", "request_throughput", "Count/Second"),
+    ("MedianTtft", "median_ttft_ms", "Milliseconds"),
+    ("P99Ttft", "p99_ttft_ms", "Milliseconds"),
+    ("MedianTpot", "median_tpot_ms", "Milliseconds"),
+    ("MedianE2eLatency", "median_e2el_ms", "Milliseconds"),
+    ("OutputTokensPerSecondPerUser", "output_tokens_per_second_per_user", "Count/Second"),
+    ("CostPerMillionOutputTokens", "cost_per_million_output_tokens", "None"),
+    ("FailedRequests", "failed", "Count"),
+)
+
+
+def level_metrics_line(target: str, level: dict[str, Any], now_ms: int | None = None) -> str:
+    """One EMF document for one concurrency level (absent figures are left out)."""
+    values = {name: level[key] for name, key, _ in _METRICS if level.get(key) is not None}
+    units = [{"Name": name, "Unit": unit} for name, key, unit in _METRICS if name in values]
+    document = {
+        "_aws": {
+            "Timestamp": now_ms if now_ms is not None else int(time.time() * 1000),
+            "CloudWatchMetrics": [
+                {"Namespace": NAMESPACE, "Dimensions": [["Target", "Concurrency"]], "Metrics": units}
+            ],
+        },
+        "Target": target,
+        "Concurrency": str(level["concurrency"]),
+        **values,
+    }
+    return json.dumps(document, separators=(",", ":"))

@@ -1,0 +1,118 @@
+"""Start, advance and finish a benchmark run: one concurrency level per is-complete invocation."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+from speculative_infra.benchmark.config import BenchmarkConfig
+from speculative_infra.benchmark.sweep import BenchmarkState, new_benchmark, run_next_level_blocking
+from speculative_infra.benchmark.transports import Transport
+
+from .emf import level_metrics_line
+from .events import BenchmarkEvent
+from .gates import gate_failures
+from .storage import get_json, put_json, put_text, run_location
+
+STATE = "state.json"
+RESULTS = "results.json"
+LEVELS_CSV = "results.csv"
+
+
+class BenchmarkGateFailed(RuntimeError):
+    """A gate was missed: the resource fails and CloudFormation rolls the deployment back."""
+
+
+class BenchmarkFailed(RuntimeError):
+    """The benchmark could not measure (fail_on_error=True turns this into a failed deployment)."""
+
+
+def start(event: BenchmarkEvent, s3: Any) -> dict[str, Any]:
+    """Create/Update: fix the run (seed, id) and store its state; the physical id is its S3 location."""
+    props = event.properties
+    state = new_benchmark(BenchmarkConfig.from_dict(props.config))
+    run_prefix = f"{props.results_prefix}{state.run_id}/"
+    put_json(s3, props.results_bucket, run_prefix + STATE, state.to_dict())
+    return {"PhysicalResourceId": f"s3://{props.results_bucket}/{run_prefix}"}
+
+
+def step(
+    event: BenchmarkEvent,
+    s3: Any,
+    *,
+    seconds_available: float,
+    transport: Transport | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the next level; when the sweep is done write the results, check gates, return the data."""
+    if event.request_type == "Delete" or event.physical_resource_id is None:
+        return {"IsComplete": True}
+    bucket, run_prefix = run_location(event.physical_resource_id)
+    state = BenchmarkState.from_dict(get_json(s3, bucket, run_prefix + STATE))
+    if not state.done:
+        report = run_next_level_blocking(state, seconds_available=seconds_available, transport=transport)
+        state = report.state
+        if report.level is not None:
+            level = report.level.to_dict()
+            log(level_metrics_line(state.result.target_name(), level))
+            lines = "".join(json.dumps(r.to_dict(), separators=(",", ":")) + "\n" for r in report.records)
+            put_text(
+                s3,
+                bucket,
+                f"{run_prefix}requests/level-c{level['concurrency']}.jsonl",
+                lines,
+                "application/x-ndjson",
+            )
+        put_json(s3, bucket, run_prefix + STATE, state.to_dict())
+        _write_results(s3, bucket, run_prefix, state)
+        if not state.done:
+            return {"IsComplete": False}
+    return {"IsComplete": True, "Data": _finish(event, state, f"s3://{bucket}/{run_prefix}")}
+
+
+def _write_results(s3: Any, bucket: str, run_prefix: str, state: BenchmarkState) -> None:
+    result = state.result.to_dict()
+    put_json(s3, bucket, run_prefix + RESULTS, result)
+    levels = result["levels"]
+    if levels:
+        columns = list(levels[0])
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(columns)
+        for level in levels:
+            writer.writerow(
+                [json.dumps(level[c]) if isinstance(level[c], (dict, list)) else level[c] for c in columns]
+            )
+        put_text(s3, bucket, run_prefix + LEVELS_CSV, out.getvalue(), "text/csv")
+
+
+def _finish(event: BenchmarkEvent, state: BenchmarkState, results_uri: str) -> dict[str, str]:
+    result = state.result.to_dict()
+    levels = [lv for lv in result["levels"] if lv.get("completed")]
+    failures = gate_failures(event.properties.gates, result["levels"])
+    if failures:
+        raise BenchmarkGateFailed(f"benchmark gate failed ({results_uri}): " + "; ".join(failures))
+    if result["status"] != "complete" and event.properties.fail_on_error:
+        raise BenchmarkFailed(f"benchmark {result['status']}: {result.get('error') or 'see ' + results_uri}")
+    data = {
+        "Status": str(result["status"]),
+        "Error": str(result.get("error") or ""),
+        "ResultsS3Uri": results_uri,
+    }
+    if levels:
+        low = min(levels, key=lambda lv: lv["concurrency"])
+        high = max(levels, key=lambda lv: lv["concurrency"])
+        for suffix, level in (("Lowest", low), ("Highest", high)):
+            data[f"Concurrency{suffix}"] = str(level["concurrency"])
+            data[f"OutputThroughput{suffix}"] = _fmt(level.get("output_throughput"))
+            data[f"P50TtftMs{suffix}"] = _fmt(level.get("median_ttft_ms"))
+            data[f"P99TtftMs{suffix}"] = _fmt(level.get("p99_ttft_ms"))
+        data["CostPerMillionOutputTokens"] = _fmt(high.get("cost_per_million_output_tokens"))
+    return data
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"

@@ -1,0 +1,225 @@
+"""EndpointBenchmark handlers against real wire protocols: the SageMaker-runtime stand-in (event
+stream) for the endpoint and a local moto S3 server for the run state and results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from speculative_infra.handlers.endpoint_benchmark import handler
+from speculative_infra.handlers.endpoint_benchmark.emf import NAMESPACE, level_metrics_line
+from speculative_infra.handlers.endpoint_benchmark.events import Gates, PropertyError, parse_event
+from speculative_infra.handlers.endpoint_benchmark.gates import gate_failures
+from speculative_infra.handlers.endpoint_benchmark.runner import BenchmarkFailed, BenchmarkGateFailed
+from tests.benchmark.conftest import SCENARIOS
+from tests.benchmark.stand_ins.server import ServerProcess
+
+BUCKET = "bench-results-test"
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[ServerProcess]:
+    with ServerProcess(SCENARIOS) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+    if BUCKET not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
+        client.create_bucket(Bucket=BUCKET)
+    return client
+
+
+class Context:
+    def __init__(self, remaining_s: float = 600) -> None:
+        self.remaining_s = remaining_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.remaining_s * 1000)
+
+
+def event(
+    runtime: ServerProcess,
+    request: str = "Create",
+    endpoint: str = "steady",
+    physical: str | None = None,
+    gates: dict[str, float] | None = None,
+    fail_on_error: bool = False,
+    levels: list[int] | None = None,
+) -> dict[str, Any]:
+    config = {
+        "target": {
+            "kind": "sagemaker",
+            "endpoint_name": endpoint,
+            "region": "us-west-2",
+            "endpoint_url": runtime.base_url,
+            "container": "vllm",
+        },
+        "workload": {"input_tokens": 40, "output_tokens": 20},
+        "load": {"concurrency_levels": levels or [1, 2], "requests_per_level": 4, "warmup_requests": 1},
+        "cost": {"price_per_hour": 4.2039, "instance_count": 1},
+        "label": "test",
+    }
+    return {
+        "RequestType": request,
+        "PhysicalResourceId": physical,
+        "ResourceProperties": {
+            "ServiceToken": "arn:aws:lambda:us-west-2:123456789012:function:x",
+            "Config": json.dumps(config),
+            "Gates": json.dumps(gates or {}),
+            "FailOnError": "true" if fail_on_error else "false",
+            "ResultsBucket": BUCKET,
+            "ResultsPrefix": "endpoint-benchmarks/",
+            "DeploymentId": "config-1/model-1",
+        },
+    }
+
+
+def run(runtime: ServerProcess, s3: Any, **kwargs: Any) -> tuple[dict[str, Any], int, str]:
+    physical = handler.on_event(event(runtime, **kwargs), None, s3=s3)["PhysicalResourceId"]
+    calls = 0
+    while True:
+        calls += 1
+        response = handler.is_complete(event(runtime, physical=physical, **kwargs), Context(), s3=s3)
+        if response["IsComplete"]:
+            return response, calls, physical
+        assert calls < 10
+
+
+def _objects(s3: Any, physical: str) -> dict[str, bytes]:
+    prefix = physical.split(BUCKET + "/", 1)[1]
+    listing = s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {
+        o["Key"][len(prefix) :]: s3.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read() for o in listing
+    }
+
+
+def test_full_sweep_one_level_per_invocation(runtime: ServerProcess, s3: Any) -> None:
+    response, calls, physical = run(runtime, s3)
+    assert calls == 2  # one level per is-complete invocation: the sweep resumes from S3 state
+    data = response["Data"]
+    assert data["Status"] == "complete" and data["ResultsS3Uri"] == physical
+    assert data["ConcurrencyLowest"] == "1" and data["ConcurrencyHighest"] == "2"
+    assert float(data["OutputThroughputHighest"]) > 0 and float(data["P99TtftMsLowest"]) >= 40
+    assert float(data["CostPerMillionOutputTokens"]) > 0
+    files = _objects(s3, physical)
+    assert {
+        "state.json",
+        "results.json",
+        "results.csv",
+        "requests/level-c1.jsonl",
+        "requests/level-c2.jsonl",
+    } <= set(files)
+    results = json.loads(files["results.json"])
+    assert [lv["concurrency"] for lv in results["levels"]] == [1, 2]
+    assert all(lv["completed"] == 4 for lv in results["levels"])
+    measured = [json.loads(line) for line in files["requests/level-c2.jsonl"].splitlines()]
+    assert sum(1 for r in measured if r["phase"] == "measured") == 4
+
+
+def test_state_after_first_invocation_resumes_in_a_new_call(runtime: ServerProcess, s3: Any) -> None:
+    physical = handler.on_event(event(runtime), None, s3=s3)["PhysicalResourceId"]
+    first = handler.is_complete(event(runtime, physical=physical), Context(), s3=s3)
+    assert first == {"IsComplete": False}
+    state = json.loads(_objects(s3, physical)["state.json"])
+    assert state["next_level_index"] == 1 and len(state["result"]["levels"]) == 1
+    second = handler.is_complete(event(runtime, physical=physical), Context(), s3=s3)
+    assert second["IsComplete"] is True
+
+
+def test_gate_pass(runtime: ServerProcess, s3: Any) -> None:
+    response, _, _ = run(runtime, s3, gates={"min_output_throughput": 1, "max_p99_ttft_ms": 5000})
+    assert response["Data"]["Status"] == "complete"
+
+
+def test_gate_failure_rolls_back_with_measured_and_required(runtime: ServerProcess, s3: Any) -> None:
+    with pytest.raises(
+        BenchmarkGateFailed, match=r"output throughput at concurrency 2 was [0-9.]+ tok/s; required >= 1e\+06"
+    ):
+        run(runtime, s3, gates={"min_output_throughput": 1e6})
+
+
+def test_endpoint_errors_are_reported_not_fatal(runtime: ServerProcess, s3: Any) -> None:
+    response, _, physical = run(runtime, s3, endpoint="sm_model_error", levels=[1])
+    assert response["Data"]["Status"] in ("failed", "partial", "aborted")
+    assert response["Data"]["Error"]
+    results = json.loads(_objects(s3, physical)["results.json"])
+    assert results["status"] == response["Data"]["Status"]
+
+
+def test_endpoint_errors_fail_with_fail_on_error(runtime: ServerProcess, s3: Any) -> None:
+    with pytest.raises(BenchmarkFailed):
+        run(runtime, s3, endpoint="sm_model_error", levels=[1], fail_on_error=True)
+
+
+def test_delete_never_fails_and_touches_nothing(runtime: ServerProcess) -> None:
+    class NoS3:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"Delete must not call S3 ({name})")
+
+    physical = f"s3://{BUCKET}/endpoint-benchmarks/run/"
+    assert handler.on_event(event(runtime, request="Delete", physical=physical), None, s3=NoS3()) == {
+        "PhysicalResourceId": physical
+    }
+    assert handler.is_complete(event(runtime, request="Delete", physical=physical), Context(), s3=NoS3()) == {
+        "IsComplete": True
+    }
+
+
+def test_malformed_properties_name_the_property(runtime: ServerProcess) -> None:
+    bad = event(runtime)
+    bad["ResourceProperties"]["Gatez"] = "{}"
+    with pytest.raises(PropertyError, match="unknown keys Gatez"):
+        parse_event(bad)
+    bad = event(runtime)
+    bad["ResourceProperties"]["Config"] = "{not json"
+    with pytest.raises(PropertyError, match=r"ResourceProperties\.Config: not JSON"):
+        parse_event(bad)
+
+
+def test_gates_pure() -> None:
+    levels = [
+        {"concurrency": 1, "completed": 4, "output_throughput": 50.0, "p99_ttft_ms": 90.0},
+        {"concurrency": 8, "completed": 4, "output_throughput": 300.0, "p99_ttft_ms": 400.0},
+    ]
+    assert gate_failures(Gates(min_output_throughput=250, max_p99_ttft_ms=500), levels) == []
+    failures = gate_failures(Gates(min_output_throughput=350, max_p99_ttft_ms=300), levels)
+    assert len(failures) == 2 and "300.0 tok/s; required >= 350" in failures[0] and "400 ms" in failures[1]
+    assert gate_failures(Gates(min_output_throughput=1), [{"concurrency": 1, "completed": 0}])
+
+
+def test_emf_line_is_a_cloudwatch_metrics_document() -> None:
+    line = level_metrics_line(
+        "sagemaker:ep",
+        {
+            "concurrency": 8,
+            "output_throughput": 812.5,
+            "p99_ttft_ms": 220.0,
+            "failed": 0,
+            "cost_per_million_output_tokens": None,
+        },
+        now_ms=1,
+    )
+    doc = json.loads(line)
+    directive = doc["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == NAMESPACE and directive["Dimensions"] == [["Target", "Concurrency"]]
+    assert {m["Name"] for m in directive["Metrics"]} == {"OutputThroughput", "P99Ttft", "FailedRequests"}
+    assert doc["OutputThroughput"] == 812.5 and doc["Concurrency"] == "8"
