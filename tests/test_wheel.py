@@ -106,6 +106,9 @@ def test_consumer_lambda_assets_contain_handlers(consumer_assembly):
     handler_folders = [f for f in folders if (f / "optimization_job" / "handler.py").is_file()]
     assert handler_folders, folders
     assert not any((f / "optimization_job" / "__pycache__").exists() for f in handler_folders)
+    assert not any((f / "endpoint_benchmark").exists() for f in handler_folders)  # one handler per asset
+    bench = [f for f in folders if (f / "endpoint_benchmark" / "handler.py").is_file()]
+    assert bench and (bench[0] / "speculative_infra" / "benchmark" / "sweep.py").is_file()
 
 
 def test_import_is_cheap():

@@ -33,6 +33,7 @@ endpoint = SpeculativeVllmEndpoint(
     engine={"max_model_len": 8192, "max_num_seqs": 32},
     speculative=job.as_speculative_config(num_speculative_tokens=3),
     scaling={"min_capacity": 1, "max_capacity": 2},
+    benchmark={"concurrency": [1, 4]},  # a second custom resource, bundling the benchmark engine
 )
 LmiInferenceComponent(
     stack,

@@ -42,6 +42,12 @@ def _log_group(scope: Construct, construct_id: str) -> logs.LogGroup:
     )
 
 
+def handler_code(package: str) -> lambda_.Code:
+    """The handlers folder as an asset, with only the one handler package the function runs."""
+    others = [p.name for p in HANDLERS_DIR.iterdir() if p.is_dir() and p.name not in (package, "__pycache__")]
+    return lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc", *others])
+
+
 def handler_function(
     scope: Construct,
     construct_id: str,
@@ -53,7 +59,8 @@ def handler_function(
     environment: Mapping[str, str] | None = None,
     code: lambda_.Code | None = None,
 ) -> lambda_.Function:
-    """A Python handler (default code: speculative_infra/handlers), with its own log group and role."""
+    """A Python handler (default code: its package under speculative_infra/handlers), with its own log
+    group and role."""
     log_group = _log_group(scope, f"{construct_id}Logs")
     role = _logging_role(scope, f"{construct_id}Role", log_group, f"speculative-infra {description}")
     return lambda_.Function(
@@ -61,7 +68,7 @@ def handler_function(
         construct_id,
         runtime=LAMBDA_RUNTIME,
         handler=handler,
-        code=code or lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc"]),
+        code=code or handler_code(handler.split(".", 1)[0]),
         timeout=timeout or Duration.minutes(1),
         memory_size=memory_size,
         description=f"speculative-infra {description}",
