@@ -207,6 +207,14 @@ def test_messages_name_value_and_allowed():
     assert "tensor_parallel_size 2" in si310.message and "allowed: 1 to 1" in si310.message
 
 
+def test_eagle3_target_fix_names_the_first_release_that_allows_it():
+    findings = check(
+        deep_merge(REFERENCE_SPEC, {"model": UNKNOWN_MISTRAL, "speculative": {"model": "acme/d"}})
+    ).findings
+    si401 = next(f for f in findings if f.code == "SI401")
+    assert "'mistral'" in si401.message and si401.fix == "use vLLM 0.22.0 or newer, which allows this target"
+
+
 def test_engine_arg_typo_suggests_the_flag():
     findings = check(deep_merge(REFERENCE_SPEC, {"engine": {"enable_prefix_cach": True}})).findings
     si500 = next(f for f in findings if f.code == "SI500")
