@@ -12,6 +12,7 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from .report_markdown import summary_lines
 from .results import BenchmarkResult, LevelResult
 
 _Getter = Callable[[LevelResult], float | None]
@@ -123,65 +124,6 @@ def _plot_tradeoff(results: Sequence[BenchmarkResult], path: Path) -> Path:
     return _save(fig, path)
 
 
-def _fmt(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def _table(result: BenchmarkResult) -> list[str]:
-    lines = [
-        "| C | ok / failed | req/s | out tok/s | tok/s per user | TTFT p50 / p99 (ms) "
-        "| TPOT p50 / p99 (ms) | ITL p50 (ms) | E2E p50 / p99 (s) | tok/chunk | lag p99 (ms) | $/M out |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for lv in result.levels:
-        e2e_med = None if lv.median_e2el_ms is None else lv.median_e2el_ms / 1000
-        e2e_p99 = None if lv.p99_e2el_ms is None else lv.p99_e2el_ms / 1000
-        partial = "" if lv.complete else f" ({lv.stop_reason})"
-        lines.append(
-            f"| {lv.concurrency}{partial} | {lv.completed} / {lv.failed} | {_fmt(lv.request_throughput, 2)} "
-            f"| {_fmt(lv.output_throughput)} | {_fmt(lv.output_tokens_per_second_per_user)} "
-            f"| {_fmt(lv.median_ttft_ms)} / {_fmt(lv.p99_ttft_ms)} "
-            f"| {_fmt(lv.median_tpot_ms, 2)} / {_fmt(lv.p99_tpot_ms, 2)} | {_fmt(lv.median_itl_ms, 2)} "
-            f"| {_fmt(e2e_med, 2)} / {_fmt(e2e_p99, 2)} | {_fmt(lv.mean_tokens_per_chunk, 2)} "
-            f"| {_fmt(lv.p99_client_lag_ms, 2)} | {_fmt(lv.cost_per_million_output_tokens, 3)} |"
-        )
-    return lines
-
-
-def _section(result: BenchmarkResult) -> list[str]:
-    w, load = result.workload, result.load
-    prefix = f", shared prefix {w.shared_prefix_tokens}" if w.shared_prefix_tokens else ""
-    lines = [
-        f"## {result.label}",
-        "",
-        f"- Target: `{result.target_name()}`; started {result.started_at}; status **{result.status}**",
-        f"- Workload: {w.input_tokens} input / {w.output_tokens} output tokens{prefix}, seed {w.seed}, "
-        f"forced length {'on' if w.force_output_length else 'off'}, temperature "
-        f"{'server default' if w.temperature is None else w.temperature}",
-        f"- Load: closed loop, ramp-up {load.ramp_up_s:g} s, "
-        f"sustained {'yes' if load.sustain_load else 'no'}, "
-        f"timeout {load.request_timeout_s:g} s",
-    ]
-    if result.cost.price_per_hour is not None:
-        lines.append(f"- Price: ${result.cost.price_per_hour:g}/h x {result.cost.instance_count} instance(s)")
-    if result.error:
-        lines.append(f"- Error: {result.error}")
-    lines += ["", *_table(result), ""]
-    failures = [
-        (lv.concurrency, cls, n, lv.failure_examples.get(cls, ""))
-        for lv in result.levels
-        for cls, n in sorted(lv.failure_classes.items())
-    ]
-    if failures:
-        lines += ["Failures:", ""]
-        lines += [f"- C={c}: {n} x `{cls}` (e.g. {example})" for c, cls, n, example in failures]
-        lines.append("")
-    sources = {src for lv in result.levels for src in lv.output_tokens_source}
-    if sources - {"usage", "details"}:
-        lines += [f"Note: some output token counts are estimates ({', '.join(sorted(sources))}).", ""]
-    return lines
-
-
 def render_report(results: Sequence[BenchmarkResult], out_dir: Path) -> ReportFiles:
     if not results:
         raise ValueError("no results to report")
@@ -209,9 +151,7 @@ def render_report(results: Sequence[BenchmarkResult], out_dir: Path) -> ReportFi
                 log_y=True,  # cost roughly halves per doubling of concurrency until saturation
             )
         )
-    lines = ["# Benchmark report", ""]
-    for result in results:
-        lines += _section(result)
+    lines = summary_lines(results)
     lines += ["## Plots", ""]
     lines += [f"![{image.stem}]({image.name})" for image in images]
     if not has_cost:

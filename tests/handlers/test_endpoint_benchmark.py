@@ -130,6 +130,7 @@ def test_full_sweep_one_level_per_invocation(runtime: ServerProcess, s3: Any) ->
     } <= set(files)
     results = json.loads(files["results.json"])
     assert [lv["concurrency"] for lv in results["levels"]] == [1, 2]
+    assert b"| C | ok / failed |" in files["report.md"]
     assert all(lv["completed"] == 4 for lv in results["levels"])
     measured = [json.loads(line) for line in files["requests/level-c2.jsonl"].splitlines()]
     assert sum(1 for r in measured if r["phase"] == "measured") == 4

@@ -221,6 +221,21 @@ def test_engine_arg_typo_suggests_the_flag():
     assert "enable_prefix_caching" in si500.message
 
 
+def test_engine_arg_from_a_later_release_names_where_it_exists():
+    findings = check(deep_merge(REFERENCE_SPEC, {"engine": {"enable_flashinfer_autotune": True}})).findings
+    si500 = next(f for f in findings if f.code == "SI500")
+    assert si500.message == (
+        "engine.enable_flashinfer_autotune is not a flag of vLLM 0.15.1; it exists in vLLM 0.16.0 to 0.33.0"
+    )
+    later = check(
+        deep_merge(
+            REFERENCE_SPEC,
+            {"container": {"version": "0.17.1"}, "engine": {"enable_flashinfer_autotune": True}},
+        )
+    )
+    assert "SI500" not in {f.code for f in later.findings}
+
+
 def test_memory_overflow_says_the_numbers():
     findings = check(deep_merge(REFERENCE_SPEC, {"instance_type": "ml.g6e.xlarge"})).findings
     si300 = next(f for f in findings if f.code == "SI300")

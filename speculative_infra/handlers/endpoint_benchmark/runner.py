@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from speculative_infra.benchmark.config import BenchmarkConfig
+from speculative_infra.benchmark.report_markdown import render_markdown
 from speculative_infra.benchmark.sweep import BenchmarkState, new_benchmark, run_next_level_blocking
 from speculative_infra.benchmark.transports import Transport
 
@@ -20,6 +21,7 @@ from .storage import get_json, put_json, put_text, run_location
 STATE = "state.json"
 RESULTS = "results.json"
 LEVELS_CSV = "results.csv"
+REPORT = "report.md"
 
 
 class BenchmarkGateFailed(RuntimeError):
@@ -76,6 +78,7 @@ def step(
 def _write_results(s3: Any, bucket: str, run_prefix: str, state: BenchmarkState) -> None:
     result = state.result.to_dict()
     put_json(s3, bucket, run_prefix + RESULTS, result)
+    put_text(s3, bucket, run_prefix + REPORT, render_markdown([state.result]), "text/markdown")
     levels = result["levels"]
     if levels:
         columns = list(levels[0])
