@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -25,6 +25,11 @@ from speculative_infra.constructs.execution_role import (
 )
 from speculative_infra.constructs.image import image_uri, repository_arn
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.policies import (
+    read_prefix_statements,
+    sagemaker_log_group_arn,
+    write_logs_statement,
+)
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.optimization import check_optimization_job
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
@@ -257,31 +262,8 @@ class EagleOptimizationJob(Construct):
     # --- construction ---------------------------------------------------------------------------
 
     def _grant_job_inputs(self, locations: dict[str, S3Location], kms_key: kms.IKey | None) -> None:
-        statements = []
-        for location in locations.values():
-            statements.append(
-                iam.PolicyStatement(actions=["s3:GetObject"], resources=[location.object_arn_pattern()])
-            )
-            statements.append(
-                iam.PolicyStatement(
-                    actions=["s3:ListBucket"],
-                    resources=[location.bucket_arn()],
-                    conditions={"StringLike": {"s3:prefix": [location.key_prefix_pattern()]}},
-                )
-            )
-        statements.append(
-            iam.PolicyStatement(
-                actions=[
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:DescribeLogStreams",
-                    "logs:PutLogEvents",
-                ],
-                resources=[
-                    f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/*"
-                ],
-            )
-        )
+        statements = [st for location in locations.values() for st in read_prefix_statements(location)]
+        statements.append(write_logs_statement([sagemaker_log_group_arn("*")]))
         for statement in statements:
             self.role.add_to_principal_policy(statement)
         # Read and write only this job's own output prefix (grant_read_write would add Delete*/Abort*).
@@ -315,7 +297,7 @@ class EagleOptimizationJob(Construct):
             self.role,
             "IAM5",
             "SageMaker names the job's log streams at run time under /aws/sagemaker/.",
-            resource=f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/*",
+            resource=sagemaker_log_group_arn("*"),
         )
 
     def _source_model(self, model_id: str) -> str:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from speculative_infra.catalog import load_catalog
 from speculative_infra.constructs.custom_resource import handler_function, provider
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.policies import INVOKE_ACTIONS
 
 if TYPE_CHECKING:
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
@@ -213,10 +214,7 @@ class EndpointBenchmark(Construct):
             )
         invoke = functions["is_complete"]
         invoke.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-                resources=target_info["invoke_arns"],
-            )
+            iam.PolicyStatement(actions=INVOKE_ACTIONS, resources=target_info["invoke_arns"])
         )
         self.provider = provider(
             self,

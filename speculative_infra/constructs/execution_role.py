@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.policies import (
+    read_prefix_statements,
+    sagemaker_log_group_arn,
+    write_logs_statement,
+)
 from speculative_infra.s3_uri import S3Location
 
 
@@ -54,7 +58,7 @@ def acknowledge_execution_permissions(role: iam.IRole, model_data: Sequence[S3Lo
             "IAM5",
             "SageMaker names the log group after the endpoint or component, which CloudFormation names at "
             "deploy time; the pattern covers SageMaker's own log groups only.",
-            resource=_log_group_arn(folder),
+            resource=sagemaker_log_group_arn(f"{folder}/*"),
         )
     for location in model_data:
         acknowledge(
@@ -63,10 +67,6 @@ def acknowledge_execution_permissions(role: iam.IRole, model_data: Sequence[S3Lo
 
 
 LOG_GROUP_FOLDERS = ("Endpoints", "InferenceComponents")
-
-
-def _log_group_arn(folder: str) -> str:
-    return f"arn:{Aws.PARTITION}:logs:{Aws.REGION}:{Aws.ACCOUNT_ID}:log-group:/aws/sagemaker/{folder}/*"
 
 
 def add_execution_permissions(
@@ -98,30 +98,10 @@ def add_execution_permissions(
             resources=["*"],
             conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
         ),
-        iam.PolicyStatement(
-            actions=[
-                "logs:CreateLogGroup",
-                "logs:CreateLogStream",
-                "logs:DescribeLogStreams",
-                "logs:PutLogEvents",
-            ],
-            resources=[_log_group_arn(folder) for folder in LOG_GROUP_FOLDERS],
-        ),
+        write_logs_statement([sagemaker_log_group_arn(f"{folder}/*") for folder in LOG_GROUP_FOLDERS]),
     ]
     for location in model_data:
-        statements.append(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"],
-                resources=[location.object_arn_pattern()],
-            )
-        )
-        statements.append(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[location.bucket_arn()],
-                conditions={"StringLike": {"s3:prefix": [location.key_prefix_pattern()]}},
-            )
-        )
+        statements += read_prefix_statements(location)
     if in_vpc:
         # SageMaker creates ENIs in the user's subnets; these EC2 actions accept no resource scoping.
         statements.append(

@@ -14,6 +14,7 @@ from constructs import Construct
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import InstanceType
 from speculative_infra.constructs.execution_role import create_execution_role
+from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.capacity import check_capacity
 
@@ -157,8 +158,4 @@ class InferenceComponentEndpoint(Construct):
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """InvokeEndpoint and InvokeEndpointWithResponseStream on this endpoint (any of its components)."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-            resource_arns=[self.endpoint_arn],
-        )
+        return grant_invoke(grantee, [self.endpoint_arn])

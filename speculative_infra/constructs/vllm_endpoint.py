@@ -22,6 +22,7 @@ from speculative_infra.constructs.execution_role import add_execution_permission
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
 from speculative_infra.constructs.network import model_vpc_config
+from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.constructs.props import as_mapping, default_timeouts, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
@@ -377,11 +378,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """InvokeEndpoint and InvokeEndpointWithResponseStream on this endpoint only."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
-            resource_arns=[self.endpoint_arn],
-        )
+        return grant_invoke(grantee, [self.endpoint_arn])
 
 
 def _deployment_config(
