@@ -130,7 +130,17 @@ def test_full_sweep_one_level_per_invocation(runtime: ServerProcess, s3: Any) ->
     } <= set(files)
     results = json.loads(files["results.json"])
     assert [lv["concurrency"] for lv in results["levels"]] == [1, 2]
-    assert b"| C | ok / failed |" in files["report.md"]
+    assert b"| C | ok / failed |" in files["report.md"] and b"(cost_vs_concurrency.svg)" in files["report.md"]
+    for chart in (
+        "latency_vs_concurrency",
+        "per_user_throughput_vs_concurrency",
+        "throughput_vs_per_user",
+        "cost_vs_concurrency",
+    ):
+        svg = files[f"{chart}.svg"].decode()
+        assert svg.startswith("<svg") and svg.count("<circle") == 2 * (
+            2 if chart == "latency_vs_concurrency" else 1
+        )
     assert all(lv["completed"] == 4 for lv in results["levels"])
     measured = [json.loads(line) for line in files["requests/level-c2.jsonl"].splitlines()]
     assert sum(1 for r in measured if r["phase"] == "measured") == 4

@@ -10,6 +10,7 @@ from typing import Any
 
 from speculative_infra.benchmark.config import BenchmarkConfig
 from speculative_infra.benchmark.report_markdown import render_markdown
+from speculative_infra.benchmark.report_svg import sweep_charts
 from speculative_infra.benchmark.sweep import BenchmarkState, new_benchmark, run_next_level_blocking
 from speculative_infra.benchmark.transports import Transport
 
@@ -78,7 +79,17 @@ def step(
 def _write_results(s3: Any, bucket: str, run_prefix: str, state: BenchmarkState) -> None:
     result = state.result.to_dict()
     put_json(s3, bucket, run_prefix + RESULTS, result)
-    put_text(s3, bucket, run_prefix + REPORT, render_markdown([state.result]), "text/markdown")
+    charts = sweep_charts([state.result])
+    for name, svg in charts.items():
+        put_text(s3, bucket, run_prefix + name, svg, "image/svg+xml")
+    links = "\n".join(f"![{name[:-4]}]({name})" for name in charts)
+    put_text(
+        s3,
+        bucket,
+        run_prefix + REPORT,
+        render_markdown([state.result]) + "\n## Plots\n\n" + links + "\n",
+        "text/markdown",
+    )
     levels = result["levels"]
     if levels:
         columns = list(levels[0])
