@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import math
 import shutil
 import tempfile
@@ -124,6 +125,8 @@ def check_fits(options: BenchmarkOptions, path: str) -> None:
 def stage_handler_code() -> str:
     """A folder with the handler and the benchmark engine it imports, as the Lambda asset."""
     staging = Path(tempfile.mkdtemp(prefix="speculative-infra-benchmark-"))
+    # Synthesis copies the asset into the cloud assembly; the staging folder is not needed afterwards.
+    atexit.register(shutil.rmtree, staging, ignore_errors=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "report.py")
     package = staging / "speculative_infra"
     package.mkdir()
