@@ -53,11 +53,14 @@ def tensor_parallel_divides_heads(d: ResolvedDeployment) -> Iterator[Violation]:
     code="SI312",
     name="tensor-parallel-uses-all-gpus",
     severity=Severity.WARNING,
-    title="A real-time endpoint uses all of its GPUs",
+    title="A single-model real-time endpoint uses all of its GPUs",
     rationale="One vLLM server per instance: GPUs beyond tensor_parallel_size are paid for and idle.",
 )
 def tensor_parallel_uses_all_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
+    # Inference components (LMI) place several copies on one instance: fewer GPUs per copy is the point.
     if d.instance is None or d.tensor_parallel_size >= d.instance.gpu_count:
+        return
+    if d.container is not None and d.container.framework == "lmi":
         return
     yield Violation(
         message=f"tensor_parallel_size {d.tensor_parallel_size} uses {d.tensor_parallel_size} of the "

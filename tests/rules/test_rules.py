@@ -267,6 +267,18 @@ def test_scaling_errors(scaling, expected):
     assert any(expected in f.message for f in findings if f.code.startswith("SI60"))
 
 
+def test_fewer_gpus_per_copy_is_fine_for_inference_components():
+    lmi = deep_merge(
+        REFERENCE_SPEC,
+        {
+            **G5_QWEN14B,
+            "container": {"framework": "lmi", "version": "20"},
+            "engine": {"tensor_parallel_size": 2},
+        },
+    )
+    assert "SI312" not in {f.code for f in check(lmi).findings}
+
+
 def test_all_errors_reported_at_once():
     findings = check(
         deep_merge(
