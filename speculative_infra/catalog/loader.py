@@ -97,6 +97,7 @@ class Catalog(BaseModel):
             vcpus=size.vcpus,
             memory_gib=size.memory_gib,
             default_host=family.default_host,
+            storage=family.storage,
             source=family.source,
             confidence=family.confidence,
         )

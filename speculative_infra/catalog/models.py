@@ -58,9 +58,14 @@ class InstanceSize(Fact):
     memory_gib: float | None = None
 
 
+class InstanceStorage(Sourced):
+    kind: Literal["nvme", "ebs"]
+
+
 class InstanceFamily(Sourced):
     gpu: str
     sizes: dict[str, InstanceSize]
+    storage: InstanceStorage
     default_host: HostDriver | None = None
 
 
@@ -76,6 +81,7 @@ class InstanceType(Fact):
     vcpus: int | None
     memory_gib: float | None
     default_host: HostDriver | None
+    storage: InstanceStorage
     source: str
     confidence: Confidence
 

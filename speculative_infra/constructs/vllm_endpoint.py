@@ -138,7 +138,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         :param enable_network_isolation: no outbound network from the container (needs ``model_data``).
             Default: false.
         :param volume_size_in_gb: ML storage volume size. Default: SageMaker's (instances with NVMe
-            storage, such as g5/g6/g6e/g7e, do not accept a volume size).
+            storage, such as g5/g6/g6e/g7e, do not accept one: rule SI101).
         :param container_startup_health_check_timeout: Default: sized to the weights (>= 10 minutes).
         :param model_data_download_timeout: Default: sized to the weights (>= 10 minutes).
         :param environment: extra container environment, checked against SageMaker's limits. Default: none.
@@ -167,6 +167,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             "region": stack_region(self),
             "instance_type": instance_type,
             "instance_count": instance_count,
+            "volume_size_in_gb": volume_size_in_gb,
             "container": {"framework": "vllm", "version": vllm_version},
             "model": {"id": model_id or model_data, **dict(model_facts or {})},
             "engine": as_mapping(engine),
@@ -190,7 +191,6 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             security_groups=security_groups,
             kms_key=kms_key,
             enable_network_isolation=enable_network_isolation,
-            volume_size_in_gb=volume_size_in_gb,
             startup_timeout=container_startup_health_check_timeout,
             download_timeout=model_data_download_timeout,
             tags=tags,
@@ -226,6 +226,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             engine=parsed.engine,
             speculative=parsed.speculative,
             instance_count=parsed.instance_count,
+            volume_size_in_gb=parsed.volume_size_in_gb,
             inference_ami_version=parsed.inference_ami_version,
             scaling=parsed.scaling,
             environment=parsed.environment,
@@ -245,7 +246,6 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         security_groups: Sequence[ec2.ISecurityGroup] | None,
         kms_key: kms.IKey | None,
         enable_network_isolation: bool,
-        volume_size_in_gb: int | None,
         startup_timeout: Duration | None,
         download_timeout: Duration | None,
         tags: Mapping[str, str] | None,
@@ -322,7 +322,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
                     instance_type=spec.instance_type,
                     initial_instance_count=spec.instance_count,
                     inference_ami_version=host.inference_ami_version if host else None,
-                    volume_size_in_gb=volume_size_in_gb,
+                    volume_size_in_gb=spec.volume_size_in_gb,
                     container_startup_health_check_timeout_in_seconds=timeout_seconds(
                         startup_timeout, "container_startup_health_check_timeout", startup_default
                     ),

@@ -33,3 +33,21 @@ def instance_type_known(d: ResolvedDeployment) -> Iterator[Violation]:
         fix="choose one of the listed instance types (`speculative-infra catalog instances`)",
         field="instance_type",
     )
+
+
+@rule(
+    code="SI101",
+    name="volume-size-supported",
+    severity=Severity.ERROR,
+    title="An ML storage volume size only on instances without local NVMe storage",
+    rationale="SageMaker rejects VolumeSizeInGB for instance types with NVMe instance storage.",
+)
+def volume_size_supported(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.spec.volume_size_in_gb is None or d.instance is None or d.instance.storage.kind != "nvme":
+        return
+    yield Violation(
+        message=f"volume_size_in_gb {d.spec.volume_size_in_gb} on {d.instance.name}, whose {d.instance.family} "
+        "family has local NVMe storage; allowed: no volume size there",
+        fix="leave volume_size_in_gb unset (the model is stored on the instance's NVMe disk)",
+        field="volume_size_in_gb",
+    )

@@ -154,6 +154,9 @@ class DeploymentSpec(BaseModel):
         pattern=_INSTANCE_PATTERN, description="SageMaker instance type, e.g. ml.g7e.2xlarge."
     )
     instance_count: int = Field(default=1, ge=1, description="Initial instance count.")
+    volume_size_in_gb: int | None = Field(
+        default=None, ge=1, description="ML storage volume. Default: SageMaker's (none on NVMe instances)."
+    )
     container: ContainerSpec
     model: ModelSpec
     engine: EngineArgs = Field(default_factory=EngineArgs)

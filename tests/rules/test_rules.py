@@ -38,6 +38,17 @@ UNKNOWN_MISTRAL = {
 # code -> (changes that comply, changes that violate), both applied to the reference spec.
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI100": ({}, {"instance_type": "ml.g5.13xlarge"}),
+    "SI101": (
+        {
+            "instance_type": "ml.p3.8xlarge",
+            "container": {"version": "0.19.1"},
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "speculative": None,
+            "engine": {"dtype": "float16", "tensor_parallel_size": 4},
+            "volume_size_in_gb": 200,
+        },
+        {"volume_size_in_gb": 200},
+    ),
     "SI110": ({"region": "eu-west-1"}, {"region": "xx-west-9"}),
     "SI111": ({**LMI_G6E, "region": "us-east-1"}, {**LMI_G6E, "region": "us-west-1"}),
     "SI120": ({}, {"container": {"version": "0.99.0"}}),
