@@ -14,6 +14,4 @@ def scalar_text(value: Any) -> str:
     """Numbers and strings as vLLM's argparse reads them; dicts and lists as compact JSON."""
     if isinstance(value, (dict, list)):
         return compact_json(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(value)
     return str(value)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from speculative_infra.catalog.models import InstanceType
-from speculative_infra.rules.finding import Finding, Severity
+from speculative_infra.rules.finding import Finding
 
 CODE = "SI700"
 TITLE = "Inference components fit the endpoint's instances"
@@ -34,11 +34,7 @@ def check_capacity(
     findings: list[Finding] = []
 
     def add(message: str, fix: str) -> None:
-        findings.append(
-            Finding(
-                code=CODE, severity=Severity.ERROR, title=TITLE, message=message, fix=fix, field="copy_count"
-            )
-        )
+        findings.append(Finding.error(CODE, TITLE, message, fix, "copy_count"))
 
     for c in components:
         if c.accelerators > instance.gpu_count:

@@ -38,6 +38,11 @@ class Finding(BaseModel):
     fix: str
     field: str | None = None
 
+    @classmethod
+    def error(cls, code: str, title: str, message: str, fix: str, field: str | None = None) -> Finding:
+        """An error finding from a check outside the per-deployment registry (endpoint, job, template)."""
+        return cls(code=code, severity=Severity.ERROR, title=title, message=message, fix=fix, field=field)
+
     def as_dict(self) -> dict[str, str | None]:
         return {
             "code": self.code,

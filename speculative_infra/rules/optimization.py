@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.rules.finding import Finding, Severity
+from speculative_infra.rules.finding import Finding
 
 CHECKS = {
     "SI800": (
@@ -23,7 +23,7 @@ CHECKS = {
 
 def _finding(code: str, message: str, fix: str, field: str) -> Finding:
     title, _ = CHECKS[code]
-    return Finding(code=code, severity=Severity.ERROR, title=title, message=message, fix=fix, field=field)
+    return Finding.error(code, title, message, fix, field)
 
 
 def check_optimization_job(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from speculative_infra.rules.finding import Finding, Severity
+from speculative_infra.rules.finding import Finding
 
 Template = dict[str, Any]
 CHECKS: dict[str, tuple[str, str]] = {
@@ -41,7 +41,7 @@ CHECKS: dict[str, tuple[str, str]] = {
 
 def _finding(code: str, message: str, fix: str, field: str) -> Finding:
     title, _ = CHECKS[code]
-    return Finding(code=code, severity=Severity.ERROR, title=title, message=message, fix=fix, field=field)
+    return Finding.error(code, title, message, fix, field)
 
 
 def _resources(template: Template, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
