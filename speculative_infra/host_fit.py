@@ -1,8 +1,11 @@
-"""Will a container's CUDA runtime start on a host driver? One answer for the rules and the resolver.
+"""Which host image can run a container on a GPU? One answer for the resolver, the rules and their fixes.
 
-Three ways a CUDA runtime runs on a host: the driver meets the CUDA version's floor (native); the
-driver meets the floor of the CUDA major version (minor-version compatibility, e.g. 12.9 on 535/550);
-or the image ships NVIDIA's forward-compatibility libraries and enables them on a data-center GPU.
+Two things must hold on a host. Its NVIDIA kernel driver must know the GPU: a driver branch older
+than the GPU's generation does not drive it at all, and no CUDA compatibility package changes that.
+And the container's CUDA runtime must start on that driver: natively (the driver meets the CUDA
+version's floor), through CUDA minor-version compatibility (the driver meets the floor of the CUDA
+major version, e.g. 12.9 on 535/550), or through forward-compatibility libraries that the image
+enables (data-center GPUs only).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from speculative_infra.catalog import Catalog
-from speculative_infra.catalog.models import ContainerImage, Gpu
+from speculative_infra.catalog.models import ContainerImage, Gpu, InstanceType
 
 FitKind = Literal["native", "minor_version_compat", "forward_compat", "no"]
 
@@ -21,6 +24,9 @@ class DriverFit:
     kind: FitKind
     needed_native: int | None
     needed_minor_compat: int | None
+    needed_forward_compat: (
+        int | None
+    )  # with the image's forward-compatibility libraries, data-center GPUs only
 
     @property
     def ok(self) -> bool:
@@ -28,8 +34,10 @@ class DriverFit:
 
 
 def driver_fit(cat: Catalog, container: ContainerImage, gpu: Gpu | None, driver: int) -> DriverFit:
+    """Does the container's CUDA runtime start on this driver (given the driver drives the GPU)?"""
     native = cat.cuda.min_driver(container.cuda)
     minor = cat.cuda.minor_compat_driver(container.cuda)
+    forward = cat.cuda.forward_compat_driver(container.cuda)
     kind: FitKind = "no"
     if native is not None and driver >= native:
         kind = "native"
@@ -38,20 +46,82 @@ def driver_fit(cat: Catalog, container: ContainerImage, gpu: Gpu | None, driver:
     elif (
         container.forward_compat.enabled
         and (gpu is None or gpu.cuda_forward_compatible)
-        and driver >= (container.forward_compat.min_host_driver or 0)
+        and forward is not None
+        and driver >= forward
     ):
         kind = "forward_compat"
-    return DriverFit(kind=kind, needed_native=native, needed_minor_compat=minor)
+    return DriverFit(
+        kind=kind, needed_native=native, needed_minor_compat=minor, needed_forward_compat=forward
+    )
 
 
-def ami_that_fits(cat: Catalog, container: ContainerImage, gpu: Gpu | None) -> str | None:
-    """The host image AWS recommends for this CUDA if it fits, else the oldest-driver one that does."""
+def drives_gpu(gpu: Gpu, driver: int) -> bool:
+    """Can a driver of this branch drive the GPU at all?"""
+    floor = gpu.driver_floor
+    return driver >= floor.branch and (floor.last_branch is None or driver <= floor.last_branch)
+
+
+def driver_fits(cat: Catalog, container: ContainerImage, gpu: Gpu, driver: int) -> bool:
+    """Both conditions at once: the driver drives the GPU and runs the container's CUDA."""
+    return drives_gpu(gpu, driver) and driver_fit(cat, container, gpu, driver).ok
+
+
+def fitting_host_image(cat: Catalog, container: ContainerImage, gpu: Gpu) -> str | None:
+    """The host image AWS recommends for the container's CUDA if it fits, else the oldest-driver one that does."""
     recommended = cat.recommended_amis.amis.get(container.cuda)
-    if recommended is not None and driver_fit(cat, container, gpu, cat.amis[recommended].driver).ok:
+    if recommended is not None and driver_fits(cat, container, gpu, cat.amis[recommended].driver):
         return recommended
     fitting = [
         name
-        for name, ami in sorted(cat.amis.items(), key=lambda i: i[1].driver)
-        if driver_fit(cat, container, gpu, ami.driver).ok
+        for name, ami in sorted(cat.amis.items(), key=lambda item: (item[1].driver, item[0]))
+        if driver_fits(cat, container, gpu, ami.driver)
     ]
     return fitting[0] if fitting else None
+
+
+@dataclass(frozen=True)
+class HostChoice:
+    """What `inference_ami_version: auto` settles on, and why (shown by `check` and in annotations)."""
+
+    inference_ami_version: str | None  # None: SageMaker's default host image
+    reason: str
+    fits: bool = True  # False: nothing in the catalog fits, the default host stands and the rules say why
+
+
+def choose_host(cat: Catalog, instance: InstanceType | None, container: ContainerImage | None) -> HostChoice:
+    """SageMaker's default host where it is known to work, else a host image that passes every host rule."""
+    if instance is None or container is None:
+        return HostChoice(
+            None, "SageMaker's default host: there is no known instance and container to fit", fits=False
+        )
+    gpu = instance.gpu
+    default = instance.default_host
+    seen = cat.default_host_evidence(container, instance.family)
+    if seen is None or seen.outcome == "works":
+        if default is not None and driver_fits(cat, container, gpu, default.driver):
+            return HostChoice(
+                None,
+                f"SageMaker's default host for {instance.family} (driver {default.driver}) drives the "
+                f"{instance.gpu_name} and runs {container.label}",
+            )
+        if default is None and seen is not None:
+            observed = (
+                container.label
+                if seen.version == container.version
+                else f"{seen.framework} {seen.version}, built on the same CUDA {container.cuda},"
+            )
+            return HostChoice(
+                None,
+                f"SageMaker's default host for {instance.family}: its driver is not documented, but "
+                f"{observed} was observed to run there ({seen.source})",
+            )
+    ami = fitting_host_image(cat, container, gpu)
+    if ami is not None:
+        return HostChoice(
+            ami,
+            f"driver {cat.amis[ami].driver} drives the {instance.gpu_name} (driver R{gpu.driver_floor.branch} "
+            f"or later) and runs {container.label}",
+        )
+    return HostChoice(
+        None, "SageMaker's default host: no host image in the catalog fits (see the findings)", fits=False
+    )

@@ -13,11 +13,10 @@ from pydantic import BaseModel, ConfigDict
 from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
-from speculative_infra.host_fit import ami_that_fits, driver_fit
+from speculative_infra.host_fit import choose_host
 from speculative_infra.sizing import DTYPE_BYTES, max_tokens_that_fit
 from speculative_infra.spec import DeploymentSpec
-
-AUTO_AMI = "auto"
+from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
 
 class HostImage(BaseModel):
@@ -29,6 +28,7 @@ class HostImage(BaseModel):
     driver: int | None  # None: not documented
     cuda: str | None
     source: str
+    reason: str  # why this host: what `check` says it assumed
 
 
 class ResolvedDeployment(BaseModel):
@@ -263,19 +263,28 @@ def _resolve_host(
     container: ContainerImage | None,
     defaults: list[str],
 ) -> HostImage | None:
-    ami = spec.inference_ami_version
-    if ami == AUTO_AMI:
-        ami = _pick_ami(cat, instance, container)
-        defaults.append(
-            f"inference_ami_version={ami} (the default host fits the container)"
-            if ami is None
-            else f"inference_ami_version={ami} (the first host image whose driver fits {container.label if container else 'the container'})"
-        )
+    requested = spec.inference_ami_version
+    if requested == AUTO_HOST:
+        choice = choose_host(cat, instance, container)
+        ami, reason = choice.inference_ami_version, choice.reason
+        defaults.append(f"inference_ami_version={ami or DEFAULT_HOST} ({reason})")
+    elif requested == DEFAULT_HOST:
+        ami, reason = None, "SageMaker's default host, as the spec asks (inference_ami_version: default)"
+    else:
+        ami, reason = requested, "the host image the spec names"
     if ami is not None:
         facts = cat.amis.get(ami)
         if facts is None:
-            return HostImage(inference_ami_version=ami, driver=None, cuda=None, source="unknown host image")
-        return HostImage(inference_ami_version=ami, driver=facts.driver, cuda=facts.cuda, source=facts.source)
+            return HostImage(
+                inference_ami_version=ami, driver=None, cuda=None, source="unknown host image", reason=reason
+            )
+        return HostImage(
+            inference_ami_version=ami,
+            driver=facts.driver,
+            cuda=facts.cuda,
+            source=facts.source,
+            reason=reason,
+        )
     if instance is None:
         return None
     host = instance.default_host
@@ -285,20 +294,12 @@ def _resolve_host(
             driver=None,
             cuda=None,
             source=f"default host of {instance.family}: not documented",
+            reason=reason,
         )
     return HostImage(
         inference_ami_version=None,
         driver=host.driver,
         cuda=host.cuda,
         source=f"default host of {instance.family}: {host.source}",
+        reason=reason,
     )
-
-
-def _pick_ami(cat: Catalog, instance: InstanceType | None, container: ContainerImage | None) -> str | None:
-    if container is None:
-        return None
-    gpu = instance.gpu if instance is not None else None
-    default = instance.default_host if instance is not None else None
-    if default is not None and driver_fit(cat, container, gpu, default.driver).ok:
-        return None
-    return ami_that_fits(cat, container, gpu)

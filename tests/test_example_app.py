@@ -28,3 +28,28 @@ def test_example_templates_pass_cfn_lint(assembly):
         region = stack.environment.region
         regions = [region] if region and region != "unknown-region" else None
         assert cfn_lint_errors(stack.template, regions) == [], stack.stack_name
+
+
+# Pinned from NVIDIA, not from the catalog: R535 and R550 kernel drivers have no Blackwell chip in
+# their HAL (NVIDIA/open-gpu-kernel-modules src/nvidia/generated/g_hal_private.h @ 550.163.01), and
+# these host images bring 535 or 550 (botocore's ProductionVariant.InferenceAmiVersion documentation).
+BLACKWELL_FAMILIES = {"g7e", "g7", "p6-b200", "p6-b300"}
+HOSTS_WITHOUT_BLACKWELL = {
+    "al2-ami-sagemaker-inference-gpu-2",
+    "al2-ami-sagemaker-inference-gpu-2-1",
+    "al2-ami-sagemaker-inference-gpu-3-1",
+}
+
+
+def test_blackwell_endpoints_run_on_a_host_that_can_drive_them(assembly):
+    checked = 0
+    for stack in assembly.stacks:
+        for resource in stack.template["Resources"].values():
+            if resource["Type"] != "AWS::SageMaker::EndpointConfig":
+                continue
+            for variant in resource["Properties"]["ProductionVariants"]:
+                family = variant["InstanceType"].split(".")[1]
+                if family in BLACKWELL_FAMILIES:
+                    checked += 1
+                    assert variant.get("InferenceAmiVersion") not in HOSTS_WITHOUT_BLACKWELL, variant
+    assert checked >= 2  # the reference app's two g7e endpoints

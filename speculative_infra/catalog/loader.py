@@ -172,6 +172,26 @@ class Catalog(BaseModel):
                 return obs
         return None
 
+    def default_host_evidence(self, container: ContainerImage, family: str) -> Observation | None:
+        """What was seen on the family's default host for this image, else for one of the same framework and CUDA.
+
+        A default host whose driver AWS does not document is judged by what ran there: an image that worked
+        vouches for the driver to the images built on the same CUDA (failures are only taken as seen).
+        """
+        exact = self.observation(container.framework, container.version, family)
+        if exact is not None:
+            return exact
+        for obs in self.observations:
+            seen = self.container(obs.framework, obs.version)
+            if (
+                obs.family == family
+                and obs.outcome == "works"
+                and seen is not None
+                and seen.cuda == container.cuda
+            ):
+                return obs
+        return None
+
     # --- regions -----------------------------------------------------------------------------
 
     def dlc_account(self, region: str) -> str | None:

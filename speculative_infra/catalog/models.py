@@ -30,14 +30,27 @@ def version_tuple(version: str) -> tuple[int, ...]:
 # --- GPUs and instances -------------------------------------------------------------------------
 
 
+class DriverFloor(Sourced):
+    """The NVIDIA driver branches whose kernel module can drive a GPU (R570 -> 570)."""
+
+    branch: int = Field(ge=1)  # the oldest
+    last_branch: int | None = Field(default=None, ge=1)  # the newest, once NVIDIA drops the architecture
+
+
+class SourcedNote(Sourced):
+    """Where a single figure comes from."""
+
+
 class Gpu(Sourced):
     architecture: str
     compute_capability: str
     memory_gb: float
     usable_memory_mib: int | None = None
+    usable_memory_source: SourcedNote | None = None
     bf16: bool
     memory_bandwidth_gbps: float
     cuda_forward_compatible: bool
+    driver_floor: DriverFloor
 
     @property
     def memory_mib(self) -> int:
@@ -123,11 +136,16 @@ class CudaFacts(Sourced):
     max_cuda_by_compute_capability: dict[str, str]
     min_driver_by_cuda: dict[str, int]
     minor_version_compat_min_driver: dict[str, int]
+    forward_compat_min_driver_by_cuda: dict[str, int]
     flashinfer_min_cuda_by_major_compute_capability: dict[str, str]
 
     def minor_compat_driver(self, cuda: str) -> int | None:
         """Oldest driver on which a CUDA runtime of this major version runs (minor-version compat)."""
         return self.minor_version_compat_min_driver.get(cuda.split(".")[0])
+
+    def forward_compat_driver(self, cuda: str) -> int | None:
+        """Oldest driver branch NVIDIA's forward-compatibility package for this CUDA supports (None: unknown)."""
+        return self.forward_compat_min_driver_by_cuda.get(cuda)
 
     def min_driver(self, cuda: str) -> int | None:
         """Driver floor for a CUDA version: the entry for the highest listed version <= cuda."""
@@ -144,8 +162,9 @@ class CudaFacts(Sourced):
 
 
 class ForwardCompat(Sourced):
+    """Whether the image runs its CUDA through its own forward-compatibility libraries on an older driver."""
+
     enabled: bool
-    min_host_driver: int | None = None
 
 
 class VllmDlcRelease(Fact):

@@ -55,6 +55,11 @@ def format_text(result: CheckResult) -> str:
     summary = result.deployment.summary()
     defaults = summary.pop("defaults")
     lines = ["Resolved deployment", render_table(["field", "value"], _flatten("", summary), max_width=80), ""]
+    host = result.deployment.host
+    if host is not None:
+        name = host.inference_ami_version or "SageMaker's default host image"
+        driver = "driver not documented" if host.driver is None else f"driver {host.driver}"
+        lines += [f"Host assumed: {name} ({driver}): {host.reason}", ""]
     if defaults:
         lines += ["Defaults applied", *(f"  - {d}" for d in defaults), ""]
     if result.findings:

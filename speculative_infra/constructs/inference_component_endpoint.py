@@ -17,6 +17,7 @@ from speculative_infra.constructs.execution_role import create_execution_role
 from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.capacity import check_capacity
+from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
 if TYPE_CHECKING:
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
@@ -54,8 +55,9 @@ class InferenceComponentEndpoint(Construct):
             when its components do. Default: 1.
         :param max_instance_count: managed instance scaling ceiling. Default: max(1, min_instance_count).
         :param initial_instance_count: Default: max(1, min_instance_count).
-        :param inference_ami_version: host image. Default: chosen from the attached components'
-            containers (the first component's choice; all must agree).
+        :param inference_ami_version: host image: "auto", "default" (SageMaker's default host image) or a
+            host image name. Default: "auto": the first attached component settles it as the spec's
+            ``auto`` does, and every later component is checked against that host.
         :param routing_strategy: Default: LEAST_OUTSTANDING_REQUESTS.
         :param role: execution role shared by the endpoint and its components. Default: created.
         :param kms_key: ML storage volume key. Default: AWS managed encryption.
@@ -88,7 +90,10 @@ class InferenceComponentEndpoint(Construct):
         self.max_instance_count = maximum
         self.variant_name = VARIANT_NAME
         self.kms_key = kms_key
-        self._inference_ami_version = inference_ami_version
+        self._host_request = inference_ami_version or AUTO_HOST
+        self._inference_ami_version: str | None = (
+            None if self._host_request in (AUTO_HOST, DEFAULT_HOST) else self._host_request
+        )
         self._components: list[LmiInferenceComponent] = []
         self.role: iam.IRole = role or create_execution_role(
             self, "ExecutionRole", image_repository_arns=[], kms_key=kms_key
@@ -117,7 +122,13 @@ class InferenceComponentEndpoint(Construct):
 
     @property
     def inference_ami_version(self) -> str | None:
+        """The InferenceAmiVersion the variant names (None: SageMaker's default host image)."""
         return self._inference_ami_version
+
+    @property
+    def host_request(self) -> str:
+        """What a component resolves its host against: the endpoint's request, or the host already settled."""
+        return self._host_request
 
     @property
     def components(self) -> list[LmiInferenceComponent]:
@@ -140,15 +151,14 @@ class InferenceComponentEndpoint(Construct):
         )
 
     def register(self, component: LmiInferenceComponent, host_image: str | None) -> None:
-        """Called by a component: check capacity across components and settle the host image."""
-        if host_image is not None and host_image != self._inference_ami_version:
-            if self._components and self._inference_ami_version is not None:
-                raise ValueError(
-                    f"{component.node.path}: needs host image {host_image} but {self.node.path} already runs "
-                    f"{self._inference_ami_version} for {self._components[0].node.path}; put components that "
-                    "need different host images on different endpoints"
-                )
+        """Called by a component: check capacity across components and settle the host image.
+
+        The first component settles an "auto" host; later ones resolve against `host_request`, so the rules
+        report a component that cannot run on the settled host (with the fix) instead of switching it.
+        """
+        if not self._components:
             self._inference_ami_version = host_image
+            self._host_request = host_image or DEFAULT_HOST
             self.endpoint_config.production_variants = [self._variant()]
         demands = [c.demand for c in (*self._components, component)]
         findings = check_capacity(self.instance, self.max_instance_count, demands)

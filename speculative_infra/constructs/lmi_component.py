@@ -26,7 +26,7 @@ from speculative_infra.constructs.props import as_mapping, default_timeouts, tim
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
 from speculative_infra.render import render_environment
-from speculative_infra.resolve import AUTO_AMI, ResolvedDeployment
+from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.capacity import ComponentDemand
 from speculative_infra.sizing import DTYPE_BYTES, weights_mib
 from speculative_infra.spec import EngineArgs, ScalingOptions, SpecError, SpeculativeConfig, parse_spec
@@ -138,7 +138,7 @@ class LmiInferenceComponent(Construct):
                     "model": {"id": model_id, **dict(model_facts or {})},
                     "engine": engine_args,
                     "speculative": as_mapping(speculative) if speculative is not None else None,
-                    "inference_ami_version": endpoint.inference_ami_version or AUTO_AMI,
+                    "inference_ami_version": endpoint.host_request,
                     "environment": dict(environment or {}),
                     "scaling": scaling_options.model_dump() if scaling_options is not None else None,
                 },
@@ -265,7 +265,7 @@ class LmiInferenceComponent(Construct):
 
     def _add_scale_from_zero(self, scope: Construct, target: appscaling.ScalableTarget) -> None:
         # At zero copies target tracking has no traffic metric to act on: the first request fails with
-        # "no capacity" and this alarm adds a copy (DOMAIN.md s7).
+        # "no capacity" and this alarm adds a copy (SageMaker developer guide, "Scale an endpoint to zero instances").
         step = appscaling.StepScalingAction(
             scope,
             "ScaleOutFromZero",

@@ -5,20 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.host_fit import ami_that_fits, driver_fit
+from speculative_infra.host_fit import choose_host, driver_fit, drives_gpu
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
 
 
-def _ami_fix(d: ResolvedDeployment) -> str:
-    assert d.container is not None
-    cat = load_catalog()
-    ami = ami_that_fits(cat, d.container, d.instance.gpu if d.instance else None)
-    if ami is None:
-        return "choose a container whose CUDA fits an available host image"
-    facts = cat.amis[ami]
-    return f"set inference_ami_version: {ami} (driver {facts.driver}, CUDA {facts.cuda}), or inference_ami_version: auto"
+def _host_fix(d: ResolvedDeployment) -> str:
+    """The host `inference_ami_version: auto` picks, so the fix passes every host rule by construction."""
+    choice = choose_host(load_catalog(), d.instance, d.container)
+    if not choice.fits:
+        return "choose a container release or instance family that a host image in the catalog can run"
+    if choice.inference_ami_version is None:
+        return f"set inference_ami_version: auto ({choice.reason})"
+    facts = load_catalog().amis[choice.inference_ami_version]
+    return (
+        f"set inference_ami_version: {choice.inference_ami_version} (driver {facts.driver}, CUDA {facts.cuda}), "
+        "or auto, which picks it"
+    )
 
 
 @rule(
@@ -36,16 +40,41 @@ def host_driver_fits_cuda(d: ResolvedDeployment) -> Iterator[Violation]:
     if fit.ok:
         return
     host = d.host.inference_ami_version or "the default host image"
-    compat = (
-        f"and its forward-compatibility libraries need driver >= {d.container.forward_compat.min_host_driver}"
-        if d.container.forward_compat.enabled
-        else "and the image has no CUDA forward-compatibility libraries"
-    )
+    gpu = d.instance.gpu if d.instance else None
+    if not d.container.forward_compat.enabled:
+        compat = "and the image does not use CUDA forward-compatibility libraries"
+    elif gpu is not None and not gpu.cuda_forward_compatible:
+        compat = f"and CUDA forward compatibility does not work on the {d.instance.gpu_name if d.instance else 'GPU'}"
+    else:
+        compat = f"and CUDA {d.container.cuda}'s forward-compatibility libraries need driver >= {fit.needed_forward_compat}"
     yield Violation(
         message=f"{d.container.label} needs NVIDIA driver >= {fit.needed_native} (>= {fit.needed_minor_compat} "
         f"through CUDA minor-version compatibility); {host} has driver {d.host.driver} "
         f"(CUDA {d.host.cuda}), {compat}",
-        fix=_ami_fix(d),
+        fix=_host_fix(d),
+        field="inference_ami_version",
+    )
+
+
+@rule(
+    code="SI213",
+    name="host-driver-drives-gpu",
+    severity=Severity.ERROR,
+    title="Host NVIDIA driver can drive the GPU",
+    rationale="A driver branch older than the GPU's generation does not see the GPU at all, whatever the "
+    "container; no CUDA compatibility package changes that. The endpoint fails to start with no logs.",
+)
+def host_driver_drives_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.instance is None or d.host is None or d.host.driver is None:
+        return
+    gpu = d.instance.gpu
+    if drives_gpu(gpu, d.host.driver):
+        return
+    host = d.host.inference_ami_version or "SageMaker's default host image"
+    yield Violation(
+        message=f"{host} has NVIDIA driver {d.host.driver}; the {d.instance.gpu_name} ({gpu.architecture}) "
+        f"of {d.instance.name} needs driver R{gpu.driver_floor.branch} or later ({gpu.driver_floor.source})",
+        fix=_host_fix(d),
         field="inference_ami_version",
     )
 
@@ -61,20 +90,14 @@ def host_driver_documented(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.container is None or d.instance is None or d.host is None or d.host.driver is not None:
         return
     if d.host.inference_ami_version is not None:
-        yield Violation(
-            message=f"inference_ami_version {d.host.inference_ami_version!r} is not a host image the catalog knows; "
-            f"known: {', '.join(sorted(load_catalog().amis))}",
-            fix="use one of the listed host images",
-            field="inference_ami_version",
-        )
-        return
-    obs = load_catalog().observation(d.container.framework, d.container.version, d.instance.family)
+        return  # a host image the catalog does not know: SI214
+    obs = load_catalog().default_host_evidence(d.container, d.instance.family)
     if obs is not None:
         return  # seen on this family's default host: SI122 reports a known failure
     yield Violation(
         message=f"the default host driver of {d.instance.family} is not documented and {d.container.label} "
         f"was never observed there",
-        fix=_ami_fix(d),
+        fix=_host_fix(d),
         field="inference_ami_version",
     )
 
@@ -102,3 +125,23 @@ def host_driver_compat_path(d: ResolvedDeployment) -> Iterator[Violation]:
             fix="nothing to do; a host image with a newer driver removes the dependency",
             field="inference_ami_version",
         )
+
+
+@rule(
+    code="SI214",
+    name="host-image-known",
+    severity=Severity.ERROR,
+    title="Host image is a GPU host image SageMaker offers",
+    rationale="InferenceAmiVersion is an enum in the SageMaker API; any other value fails the deployment, and "
+    "the host driver the other rules check comes from the image.",
+)
+def host_image_known(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.host is None or d.host.inference_ami_version is None or d.host.driver is not None:
+        return
+    known = ", ".join(sorted(load_catalog().amis))
+    yield Violation(
+        message=f"inference_ami_version {d.host.inference_ami_version!r} is not a GPU host image SageMaker offers; "
+        f"allowed: auto, default, {known}",
+        fix=_host_fix(d),
+        field="inference_ami_version",
+    )

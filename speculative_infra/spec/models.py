@@ -13,6 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
+
+# inference_ami_version values that are not host image names. One default for every entry point
+# (spec, CLI, construct props, from_spec): AUTO_HOST.
+AUTO_HOST = "auto"
+DEFAULT_HOST = "default"
 _INSTANCE_PATTERN = r"^ml\.[a-z0-9-]+\.[a-z0-9]+$"
 
 
@@ -161,12 +166,22 @@ class DeploymentSpec(BaseModel):
     model: ModelSpec
     engine: EngineArgs = Field(default_factory=EngineArgs)
     speculative: SpeculativeConfig | None = None
-    inference_ami_version: str | None = Field(
-        default=None,
-        description="ProductionVariant InferenceAmiVersion. Default: the instance's default host image; "
-        "'auto' picks the first host image whose driver fits the container.",
+    inference_ami_version: str = Field(
+        default=AUTO_HOST,
+        min_length=1,
+        description="The host image (ProductionVariant InferenceAmiVersion). 'auto' (the default): SageMaker's "
+        "default host where it is documented or observed to run this container on this GPU, else the host "
+        "image whose driver can drive the GPU and run the container's CUDA; 'default': SageMaker's default "
+        "host image, whatever it is; or a host image name such as al2-ami-sagemaker-inference-gpu-3-1.",
     )
     environment: dict[str, str] = Field(
         default_factory=dict, description="Extra container environment, checked against the limits."
     )
+
+    @field_validator("inference_ami_version", mode="before")
+    @classmethod
+    def _none_means_auto(cls, value: Any) -> Any:
+        # Construct props use None for "not given"; it means the same as leaving the spec field out.
+        return AUTO_HOST if value is None else value
+
     scaling: ScalingOptions | None = Field(default=None, description="Default: no auto-scaling.")

@@ -1,4 +1,4 @@
-"""The six seed cells of the reference benchmark (DOMAIN.md s1), through the CLI."""
+"""The six seed cells of the reference benchmark, through the CLI (as run: on SageMaker's default host)."""
 
 from __future__ import annotations
 

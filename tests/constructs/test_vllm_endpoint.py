@@ -125,13 +125,62 @@ def test_reference_resources():
                         "InstanceType": "ml.g7e.2xlarge",
                         "InitialInstanceCount": 1,
                         "VariantName": "AllTraffic",
-                        "InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-3-1",
+                        # SageMaker's default host: vLLM DLC 0.15.1 was observed to run there on g7e. Never
+                        # gpu-3-1: its driver 550 cannot drive a Blackwell GPU.
+                        "InferenceAmiVersion": Match.absent(),
                         "ContainerStartupHealthCheckTimeoutInSeconds": Match.any_value(),
                     }
                 )
             ]
         },
     )
+
+
+@pytest.mark.parametrize(
+    ("vllm_version", "expected"),
+    [
+        ("0.15.1", None),  # observed on g7e's default host (and 0.16.0-0.19.1 share its CUDA 12.9)
+        ("0.19.1", None),
+        ("0.20.0", "al2023-ami-sagemaker-inference-gpu-4-1"),  # CUDA 13.0 on Blackwell RTX: driver 580
+    ],
+)
+def test_g7e_host_can_drive_blackwell(vllm_version, expected):
+    template, _ = synth_stack(lambda stack: reference(stack, vllm_version=vllm_version))
+    (config,) = template.find_resources("AWS::SageMaker::EndpointConfig").values()
+    assert config["Properties"]["ProductionVariants"][0].get("InferenceAmiVersion") == expected
+
+
+def test_keyword_props_from_spec_and_check_resolve_the_same_host(tmp_path):
+    """One default for inference_ami_version: keyword props, from_spec(YAML) and `check` agree."""
+    import yaml
+
+    from speculative_infra.check import check
+
+    spec = {
+        "region": "us-west-2",
+        "instance_type": "ml.g5.12xlarge",
+        "container": {"framework": "vllm", "version": "0.15.1"},
+        "model": {"id": "Qwen/Qwen3-32B"},
+        "engine": {**ENGINE, "tensor_parallel_size": 4},
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    keyword = synth_stack(
+        lambda stack: reference(
+            stack, instance_type="ml.g5.12xlarge", engine=spec["engine"], speculative=None
+        )
+    )[0]
+    from_yaml = synth_stack(lambda stack: SpeculativeVllmEndpoint.from_spec(stack, "Qwen3", path))[0]
+    emitted = {
+        name: next(iter(t.find_resources("AWS::SageMaker::EndpointConfig").values()))["Properties"][
+            "ProductionVariants"
+        ][0].get("InferenceAmiVersion")
+        for name, t in (("keyword", keyword), ("from_spec", from_yaml))
+    }
+    resolved = check(spec).deployment.host
+    assert resolved is not None
+    assert emitted == {"keyword": resolved.inference_ami_version, "from_spec": resolved.inference_ami_version}
+    assert resolved.inference_ami_version == "al2-ami-sagemaker-inference-gpu-3-1"  # 470 cannot run CUDA 12.9
 
 
 def test_env_agnostic_stack_uses_region_mapping():
@@ -299,7 +348,7 @@ def test_metrics_name_the_endpoint():
             dict(
                 instance_type="ml.g5.12xlarge",
                 engine={**ENGINE, "tensor_parallel_size": 4},
-                inference_ami_version=None,
+                inference_ami_version="default",
             ),
             {"SI210"},
         ),

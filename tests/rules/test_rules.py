@@ -52,14 +52,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI110": ({"region": "eu-west-1"}, {"region": "xx-west-9"}),
     "SI111": ({**LMI_G6E, "region": "us-east-1"}, {**LMI_G6E, "region": "us-west-1"}),
     "SI120": ({}, {"container": {"version": "0.99.0"}}),
-    "SI122": (
-        {},
-        {
-            "instance_type": "ml.g6e.12xlarge",
-            "container": {"version": "0.11.0"},
-            "engine": {"tensor_parallel_size": 4},
-        },
-    ),
+    "SI122": ({}, {"container": {"version": "0.11.0"}, "inference_ami_version": "default"}),
     "SI200": (
         {
             "instance_type": "ml.p3.8xlarge",
@@ -83,14 +76,19 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "engine": {"tensor_parallel_size": 4},
             "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1",
         },
-        {"instance_type": "ml.g5.12xlarge", "engine": {"tensor_parallel_size": 4}},
+        {
+            "instance_type": "ml.g5.12xlarge",
+            "engine": {"tensor_parallel_size": 4},
+            "inference_ami_version": "default",
+        },
     ),
     "SI211": (
         {},
         {
             "instance_type": "ml.g6e.12xlarge",
-            "container": {"version": "0.16.0"},
+            "container": {"version": "0.20.0"},
             "engine": {"tensor_parallel_size": 4},
+            "inference_ami_version": "default",
         },
     ),
     "SI212": (
@@ -101,8 +99,19 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "engine": {"tensor_parallel_size": 4},
             "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1",
         },
-        {"instance_type": "ml.g6.12xlarge", "speculative": None, "engine": {"tensor_parallel_size": 4}},
+        {
+            "instance_type": "ml.g6.12xlarge",
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 4},
+            "inference_ami_version": "default",
+        },
     ),
+    # R550 has no Blackwell GPU in its kernel driver: the reference g7e deployment on gpu-3-1.
+    "SI213": (
+        {"inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
+        {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
+    ),
+    "SI214": ({}, {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-9"}),
     "SI220": (
         {
             "instance_type": "ml.g4dn.12xlarge",

@@ -1,0 +1,94 @@
+"""`inference_ami_version: auto` over the whole catalog: its host passes every host rule, and so do the fixes.
+
+These are properties, not examples: every instance family the catalog knows, every container release,
+every host image. The expected answer is never read from the host picker itself; it comes from running
+the rules on the picked host and on every alternative.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.check import check
+from speculative_infra.rules import Finding
+
+# The rules that judge the host (image name, driver vs GPU, driver vs CUDA, undocumented driver,
+# observed failures on the default host).
+HOST_RULES = {"SI122", "SI210", "SI211", "SI213", "SI214"}
+
+CATALOG = load_catalog()
+FAMILIES = sorted(CATALOG.families)
+CONTAINERS = [("vllm", v) for v in CATALOG.vllm_dlc_versions()] + [("lmi", v) for v in CATALOG.lmi_versions()]
+
+
+def _spec(family: str, framework: str, version: str, host: str) -> dict[str, Any]:
+    size = next(iter(CATALOG.families[family].sizes))
+    return {
+        "instance_type": f"ml.{family}.{size}",
+        "container": {"framework": framework, "version": version},
+        "model": {"id": "Qwen/Qwen3-8B"},
+        "engine": {"tensor_parallel_size": 1},
+        "inference_ami_version": host,
+    }
+
+
+def _host_findings(spec: dict[str, Any]) -> list[Finding]:
+    return [f for f in check(spec).findings if f.code in HOST_RULES and f.severity.value != "info"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_auto_host_passes_every_host_rule_or_nothing_does(family: str) -> None:
+    for framework, version in CONTAINERS:
+        spec = _spec(family, framework, version, "auto")
+        result = check(spec)
+        problems = [f for f in result.findings if f.code in HOST_RULES and f.severity.value != "info"]
+        if not problems:
+            continue
+        # auto found nothing that passes: then no host image, and not the default host, may pass either.
+        for host in [*CATALOG.amis, "default"]:
+            assert _host_findings(_spec(family, framework, version, host)), (
+                f"{family} + {framework} {version}: auto picked {result.deployment.host} with {problems}, "
+                f"but {host} passes every host rule"
+            )
+
+
+def test_every_host_fix_passes_every_host_rule() -> None:
+    fixed = 0
+    for family in FAMILIES:
+        for framework, version in CONTAINERS:
+            for host in [*CATALOG.amis, "default"]:
+                for finding in _host_findings(_spec(family, framework, version, host)):
+                    named = re.search(r"inference_ami_version: (\S+)", finding.fix)
+                    if named is None:
+                        continue  # the fix names no host (nothing fits): covered by the test above
+                    after = _host_findings(_spec(family, framework, version, named.group(1)))
+                    assert not after, (
+                        f"{family} {framework} {version} on {host}: fix {finding.fix!r} still fails {after}"
+                    )
+                    fixed += 1
+    assert fixed > 100, f"only {fixed} host findings with a fix were checked"
+
+
+def test_keyword_props_spec_and_cli_resolve_the_same_host(run_cli, tmp_path) -> None:
+    """One default: leaving inference_ami_version out, None and 'auto' resolve the same host everywhere."""
+    import yaml
+
+    base = _spec("g7e", "vllm", "0.15.1", "auto")
+    without = {k: v for k, v in base.items() if k != "inference_ami_version"}
+    hosts = {
+        "spec omitted": check(without).deployment.host,
+        "spec auto": check(base).deployment.host,
+        "props None": check({**base, "inference_ami_version": None}).deployment.host,
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(without))
+    import json
+
+    _, out, _ = run_cli("check", str(path), "--format", "json")
+    cli_host = json.loads(out)["resolved"]["host"]
+    assert len({h.model_dump_json() for h in hosts.values() if h is not None}) == 1, hosts
+    assert cli_host == hosts["spec auto"].model_dump()  # type: ignore[union-attr]
