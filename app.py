@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Example app: the reference deployment of DOMAIN.md s1, synthesized offline by `make synth`.
+"""Example app: the reference deployment of the seed benchmark, synthesized offline by `make synth`.
+
+The benchmark: "Speculative Decoding on SageMaker: 2.6x Faster with EAGLE3 on Blackwell" (Qwen3-32B,
+LMI v20 and vLLM DLC 0.15.1 on g5.12xlarge, g6e.12xlarge and g7e.2xlarge).
 
 No AWS account is needed: the stacks name only a region (or none, for the environment-agnostic one).
 """

@@ -1,7 +1,7 @@
 """OPTION_* environment for DJL LMI in vLLM async mode.
 
 LMI passes `OPTION_<ENGINE ARG>` through to vLLM with true/false booleans. The async-mode options
-come from DOMAIN.md s4; OPTION_SPECULATIVE_DRAFT_MODEL belonged to the removed lmi-dist backend and is
+come from the LMI user guide (djl-serving serving/docs/lmi, vLLM async mode); OPTION_SPECULATIVE_DRAFT_MODEL belonged to the removed lmi-dist backend and is
 never emitted.
 """
 

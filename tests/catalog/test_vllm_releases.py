@@ -173,7 +173,7 @@ def test_speculative_methods() -> None:
         "ngram", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "deepseek_mtp",
     }  # fmt: skip
     assert _first_with_method("mtp") == "0.11.0"
-    # DOMAIN.md says suffix 0.11.2, ngram_gpu 0.18.1, dflash 0.20.2; the wheels say otherwise
+    # Often cited as suffix 0.11.2, ngram_gpu 0.18.1, dflash 0.20.2; the wheels say otherwise
     assert _first_with_method("suffix") == "0.11.1"
     assert "suffix" in load_vllm_release("0.11.2").speculative.methods
     assert _first_with_method("ngram_gpu") == "0.18.0"
@@ -194,7 +194,7 @@ def test_eagle3_allowlist() -> None:
     assert allow("0.10.2") == ("llama", "qwen")
     assert allow("0.15.1") == ("llama", "qwen", "minicpm", "gpt_oss")
     assert allow("0.16.0") == (*allow("0.15.1"), "hunyuan_vl", "hunyuan_v1_dense", "afmoe")  # type: ignore[misc]
-    # DOMAIN.md says "from 0.17.1 no allow-list"; the wheels keep a (growing) list up to 0.21.0
+    # Often cited as "from 0.17.1 no allow-list"; the wheels keep a (growing) list up to 0.21.0
     assert allow("0.17.1") is not None and "nemotron_h" in allow("0.17.1")  # type: ignore[operator]
     assert allow("0.21.0") is not None
     for version in available_vllm_versions():
