@@ -24,9 +24,8 @@ class DriverFit:
     kind: FitKind
     needed_native: int | None
     needed_minor_compat: int | None
-    needed_forward_compat: (
-        int | None
-    )  # with the image's forward-compatibility libraries, data-center GPUs only
+    # with the image's forward-compatibility libraries, on data-center GPUs only
+    needed_forward_compat: int | None
 
     @property
     def ok(self) -> bool:
@@ -124,4 +123,18 @@ def choose_host(cat: Catalog, instance: InstanceType | None, container: Containe
         )
     return HostChoice(
         None, "SageMaker's default host: no host image in the catalog fits (see the findings)", fits=False
+    )
+
+
+def host_fix(cat: Catalog, instance: InstanceType | None, container: ContainerImage | None) -> str:
+    """The fix a host finding suggests: what `auto` picks, so it passes every host rule by construction."""
+    choice = choose_host(cat, instance, container)
+    if not choice.fits:
+        return "choose a container release or instance family that a host image in the catalog can run"
+    if choice.inference_ami_version is None:
+        return f"set inference_ami_version: auto ({choice.reason})"
+    facts = cat.amis[choice.inference_ami_version]
+    return (
+        f"set inference_ami_version: {choice.inference_ami_version} (driver {facts.driver}, CUDA {facts.cuda}), "
+        "or auto, which picks it"
     )

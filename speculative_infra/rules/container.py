@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
+from speculative_infra.host_fit import host_fix
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
@@ -68,6 +69,6 @@ def observed_failure(d: ResolvedDeployment) -> Iterator[Violation]:
         yield Violation(
             message=f"{d.container.label} was observed to fail on {d.instance.family} with the default host "
             f"image ({obs.source})",
-            fix="choose another container release or instance family (the other rules' findings say why)",
+            fix=host_fix(load_catalog(), d.instance, d.container),
             field="instance_type",
         )

@@ -5,24 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.host_fit import choose_host, driver_fit, drives_gpu
+from speculative_infra.host_fit import driver_fit, drives_gpu, host_fix
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
 
 
 def _host_fix(d: ResolvedDeployment) -> str:
-    """The host `inference_ami_version: auto` picks, so the fix passes every host rule by construction."""
-    choice = choose_host(load_catalog(), d.instance, d.container)
-    if not choice.fits:
-        return "choose a container release or instance family that a host image in the catalog can run"
-    if choice.inference_ami_version is None:
-        return f"set inference_ami_version: auto ({choice.reason})"
-    facts = load_catalog().amis[choice.inference_ami_version]
-    return (
-        f"set inference_ami_version: {choice.inference_ami_version} (driver {facts.driver}, CUDA {facts.cuda}), "
-        "or auto, which picks it"
-    )
+    return host_fix(load_catalog(), d.instance, d.container)
 
 
 @rule(
@@ -112,6 +102,8 @@ def host_driver_documented(d: ResolvedDeployment) -> Iterator[Violation]:
 def host_driver_compat_path(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.container is None or d.host is None or d.host.driver is None:
         return
+    if d.instance is not None and not drives_gpu(d.instance.gpu, d.host.driver):
+        return  # SI213: the driver does not drive the GPU at all
     fit = driver_fit(load_catalog(), d.container, d.instance.gpu if d.instance else None, d.host.driver)
     if fit.kind in ("minor_version_compat", "forward_compat"):
         how = (
