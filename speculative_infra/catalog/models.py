@@ -37,16 +37,12 @@ class DriverFloor(Sourced):
     last_branch: int | None = Field(default=None, ge=1)  # the newest, once NVIDIA drops the architecture
 
 
-class SourcedNote(Sourced):
-    """Where a single figure comes from."""
-
-
 class Gpu(Sourced):
     architecture: str
     compute_capability: str
     memory_gb: float
     usable_memory_mib: int | None = None
-    usable_memory_source: SourcedNote | None = None
+    usable_memory_source: Sourced | None = None  # where the nvidia-smi figure comes from
     bf16: bool
     memory_bandwidth_gbps: float
     cuda_forward_compatible: bool

@@ -30,11 +30,10 @@ def host_driver_fits_cuda(d: ResolvedDeployment) -> Iterator[Violation]:
     if fit.ok:
         return
     host = d.host.inference_ami_version or "the default host image"
-    gpu = d.instance.gpu if d.instance else None
     if not d.container.forward_compat.enabled:
         compat = "and the image does not use CUDA forward-compatibility libraries"
-    elif gpu is not None and not gpu.cuda_forward_compatible:
-        compat = f"and CUDA forward compatibility does not work on the {d.instance.gpu_name if d.instance else 'GPU'}"
+    elif d.instance is not None and not d.instance.gpu.cuda_forward_compatible:
+        compat = f"and CUDA forward compatibility does not work on the {d.instance.gpu_name}"
     else:
         compat = f"and CUDA {d.container.cuda}'s forward-compatibility libraries need driver >= {fit.needed_forward_compat}"
     yield Violation(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
+import yaml
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -12,6 +13,7 @@ from aws_cdk.assertions import Match
 
 from speculative_infra import CompatibilityError, DeploymentGuardrails, SpeculativeVllmEndpoint
 from speculative_infra.catalog.vllm_release import load_vllm_release
+from speculative_infra.check import check
 from speculative_infra.render.dlc_entrypoint import entrypoint_argv, serve_argv_problems
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 
@@ -152,10 +154,6 @@ def test_g7e_host_can_drive_blackwell(vllm_version, expected):
 
 def test_keyword_props_from_spec_and_check_resolve_the_same_host(tmp_path):
     """One default for inference_ami_version: keyword props, from_spec(YAML) and `check` agree."""
-    import yaml
-
-    from speculative_infra.check import check
-
     spec = {
         "region": "us-west-2",
         "instance_type": "ml.g5.12xlarge",

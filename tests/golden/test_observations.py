@@ -15,7 +15,12 @@ import pytest
 import yaml
 from aws_cdk.assertions import Template
 
-from speculative_infra import CompatibilityError, LmiInferenceComponent, SpeculativeVllmEndpoint
+from speculative_infra import (
+    CompatibilityError,
+    InferenceComponentEndpoint,
+    LmiInferenceComponent,
+    SpeculativeVllmEndpoint,
+)
 from speculative_infra.check import check
 
 ROWS: list[dict[str, Any]] = yaml.safe_load((Path(__file__).parent / "observations.yaml").read_text())["rows"]
@@ -56,8 +61,6 @@ def _build(row: dict[str, Any]) -> cdk.Stack:
             **common,
         )
     else:
-        from speculative_infra import InferenceComponentEndpoint
-
         endpoint = InferenceComponentEndpoint(
             stack, "Endpoint", instance_type=row["instance_type"], inference_ami_version=row["host"]
         )

@@ -7,10 +7,12 @@ the rules on the picked host and on every alternative.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
+import yaml
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.check import check
@@ -75,8 +77,6 @@ def test_every_host_fix_passes_every_host_rule() -> None:
 
 def test_keyword_props_spec_and_cli_resolve_the_same_host(run_cli, tmp_path) -> None:
     """One default: leaving inference_ami_version out, None and 'auto' resolve the same host everywhere."""
-    import yaml
-
     base = _spec("g7e", "vllm", "0.15.1", "auto")
     without = {k: v for k, v in base.items() if k != "inference_ami_version"}
     hosts = {
@@ -86,8 +86,6 @@ def test_keyword_props_spec_and_cli_resolve_the_same_host(run_cli, tmp_path) -> 
     }
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(without))
-    import json
-
     _, out, _ = run_cli("check", str(path), "--format", "json")
     cli_host = json.loads(out)["resolved"]["host"]
     assert len({h.model_dump_json() for h in hosts.values() if h is not None}) == 1, hosts
