@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from speculative_infra.catalog import load_catalog
+from speculative_infra.facts import FetchedFacts, catalog_with_facts
 from speculative_infra.resolve import ResolvedDeployment, resolve
 from speculative_infra.rules import Finding, Severity, run_rules
 from speculative_infra.spec import DeploymentSpec, parse_spec
@@ -36,6 +38,9 @@ class CheckResult:
         }
 
 
-def check(spec: DeploymentSpec | Mapping[str, Any]) -> CheckResult:
-    deployment = resolve(parse_spec(spec))
+def check(
+    spec: DeploymentSpec | Mapping[str, Any], fetched: Mapping[str, FetchedFacts] | None = None
+) -> CheckResult:
+    """`fetched`: facts of repositories the catalog does not know (`speculative-infra facts fetch`)."""
+    deployment = resolve(parse_spec(spec), catalog_with_facts(load_catalog(), fetched or {}))
     return CheckResult(deployment=deployment, findings=run_rules(deployment))

@@ -14,7 +14,7 @@ from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
 from speculative_infra.host_fit import choose_host
-from speculative_infra.sizing import DTYPE_BYTES, max_tokens_that_fit
+from speculative_infra.sizing import memory_plan
 from speculative_infra.spec import DeploymentSpec
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
@@ -43,6 +43,7 @@ class ResolvedDeployment(BaseModel):
     model: ModelFacts | None
     model_origin: Literal["catalog", "spec"] | None
     draft: Draft | None
+    draft_target: ModelFacts | None = None  # the model the draft was built for, where known
     engine: dict[str, Any]
     speculative: dict[str, Any] | None
     host: HostImage | None
@@ -97,7 +98,16 @@ def resolve(spec: DeploymentSpec, catalog: Catalog | None = None) -> ResolvedDep
     model, origin = _resolve_model(spec, cat)
     speculative = _resolve_speculative(spec, cat, defaults)
     draft = cat.draft(str(speculative["model"])) if speculative and speculative.get("model") else None
-    engine = _resolve_engine(spec, instance, model, draft, defaults)
+    engine = _resolve_engine(
+        spec,
+        instance,
+        model,
+        draft,
+        speculative,
+        container.vllm_version if container is not None else None,
+        cat,
+        defaults,
+    )
     host = _resolve_host(spec, cat, instance, container, defaults)
     return ResolvedDeployment(
         spec=spec,
@@ -109,6 +119,7 @@ def resolve(spec: DeploymentSpec, catalog: Catalog | None = None) -> ResolvedDep
         model=model,
         model_origin=origin,
         draft=draft,
+        draft_target=cat.model(draft.target) if draft is not None and draft.target else None,
         engine=engine,
         speculative=speculative,
         host=host,
@@ -197,6 +208,9 @@ def _resolve_engine(
     instance: InstanceType | None,
     model: ModelFacts | None,
     draft: Draft | None,
+    speculative: dict[str, Any] | None,
+    vllm_version: str | None,
+    cat: Catalog,
     defaults: list[str],
 ) -> dict[str, Any]:
     engine = spec.engine.given()
@@ -213,17 +227,20 @@ def _resolve_engine(
             defaults.append(f"engine.dtype={dtype} (the model's dtype)")
         engine["dtype"] = dtype
     if "gpu_memory_utilization" not in engine:
-        engine["gpu_memory_utilization"] = 0.9
-        defaults.append("engine.gpu_memory_utilization=0.9")
+        util = cat.vllm.memory_overheads.default_gpu_memory_utilization
+        engine["gpu_memory_utilization"] = util
+        defaults.append(f"engine.gpu_memory_utilization={util} (vLLM's default)")
     for flag in ("enable_prefix_caching", "enable_chunked_prefill"):
         if flag not in engine:
             engine[flag] = True
             defaults.append(f"engine.{flag}=true")
     if "max_num_seqs" not in engine:
         engine["max_num_seqs"] = 256
-        defaults.append("engine.max_num_seqs=256 (vLLM's default)")
+        defaults.append("engine.max_num_seqs=256 (vLLM's default on GPUs under 70 GiB)")
     if "max_model_len" not in engine and model is not None:
-        engine["max_model_len"] = _default_max_model_len(engine, instance, model, draft, defaults)
+        engine["max_model_len"] = _default_max_model_len(
+            engine, instance, model, draft, speculative, vllm_version, cat, defaults
+        )
     return engine
 
 
@@ -232,24 +249,32 @@ def _default_max_model_len(
     instance: InstanceType | None,
     model: ModelFacts,
     draft: Draft | None,
+    speculative: dict[str, Any] | None,
+    vllm_version: str | None,
+    cat: Catalog,
     defaults: list[str],
 ) -> int:
+    """The model's context, capped to what the memory model says fits (the same plan rule SI300 checks)."""
     limit = model.max_position_embeddings
     if instance is None:
         defaults.append(f"engine.max_model_len={limit} (the model's context)")
         return limit
-    fits = max_tokens_that_fit(
+    plan = memory_plan(
         model=model,
         draft=draft,
+        speculative=speculative,
+        engine=engine,
+        gpu_name=instance.gpu_name,
         gpu_memory_mib=instance.gpu.memory_mib,
-        tensor_parallel_size=int(engine.get("tensor_parallel_size", 1)),
-        gpu_memory_utilization=float(engine["gpu_memory_utilization"]),
-        dtype_bytes=DTYPE_BYTES.get(str(engine.get("dtype")), 2),
+        tensor_parallel_size=min(int(engine.get("tensor_parallel_size", 1)), instance.gpu_count),
+        vllm_version=vllm_version,
+        overheads=cat.vllm.memory_overheads,
     )
-    if fits >= limit or fits < 256:
+    fits = plan.max_tokens()
+    if fits >= limit or fits < 1:
         defaults.append(f"engine.max_model_len={limit} (the model's context)")
         return limit
-    capped = fits // 256 * 256
+    capped = fits // 256 * 256 if fits >= 256 else fits
     defaults.append(
         f"engine.max_model_len={capped} (the model's context {limit} capped to what fits in memory)"
     )

@@ -1,13 +1,28 @@
-"""GPU memory arithmetic: weights, draft, KV cache, budget. Pure functions, MiB throughout."""
+"""GPU memory arithmetic: one model for the memory rule, its fix, the resolver's defaults and the docs.
+
+Per GPU, in MiB, the way vLLM budgets memory at start-up (docs/memory.md):
+
+    budget     = gpu_memory_utilization x the GPU's memory
+    KV cache   = budget - weights / TP - draft / draft TP - activation peak - non-torch memory - CUDA graphs
+    one token  = 2 (K and V) x layers x KV heads per GPU x head_dim x bytes of kv_cache_dtype
+
+vLLM refuses to start when the KV cache cannot hold one sequence of max_model_len tokens. Sliding-window
+layers (gpt-oss) hold at most their window of each sequence. The overheads are constants with sources
+in the catalog (vllm.yaml memory_overheads); the calibration against real start-up logs is in
+tests/golden/kv_cache_startups.yaml.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from speculative_infra.catalog.models import Draft, ModelFacts
+from speculative_infra.catalog.models import Draft, MemoryOverheads, ModelFacts, version_tuple
 
 MIB = 2**20
-DTYPE_BYTES: dict[str, int] = {
+GIB = 2**30
+DTYPE_BYTES: dict[str, float] = {
     "bfloat16": 2,
     "float16": 2,
     "half": 2,
@@ -17,97 +32,181 @@ DTYPE_BYTES: dict[str, int] = {
     "fp8_e4m3": 1,
     "fp8_e5m2": 1,
 }
-# An EAGLE head is about one decoder layer plus its projections; when the catalog has no size for a
-# draft we assume this share of the target's weights (the Qwen3-32B EAGLE3 head is 1.56 GB ~ 2.4%).
-UNKNOWN_DRAFT_SHARE = 0.05
+# Bits per parameter of a quantized checkpoint's quantized part: MXFP4 stores 4-bit values with one
+# 8-bit scale per 32 (OCP Microscaling spec v1.0); AWQ/GPTQ int4 with a 16-bit scale and zero per 128.
+QUANTIZED_BITS: dict[str, float] = {"mxfp4": 4.25, "fp8": 8.0, "awq": 4.25, "gptq": 4.25}
+# A draft the facts give no size for is estimated as EAGLE heads are built: decoder layers of the
+# target's width (~16 h^2 parameters each, attention plus a SwiGLU MLP), the fc that fuses three
+# hidden states (3 h^2), and an embedding and an LM head over the vocabulary; in 16-bit. One layer for
+# EAGLE/EAGLE3, four for P-EAGLE (amazon/GPT-OSS-20B-P-EAGLE: "a 4-layer P-EAGLE").
+_DRAFT_LAYERS = {False: 1, True: 4}
 
 
-def weights_mib(model: ModelFacts, dtype_bytes: int) -> float:
+def dtype_bytes(name: object, default: float = 2) -> float:
+    return DTYPE_BYTES.get(str(name), default)
+
+
+def weights_mib(model: ModelFacts, dtype_size: float) -> float:
+    """The whole checkpoint in memory: its known size, else parameters x bytes (quantized part at its bits)."""
     if model.weights_gb is not None:
         return model.weights_gb * 1e9 / MIB
-    return model.parameters_billion * 1e9 * dtype_bytes / MIB
+    params = model.parameters_billion * 1e9
+    if model.quantization is not None and model.quantized_parameters_billion is not None:
+        quantized = model.quantized_parameters_billion * 1e9
+        bits = QUANTIZED_BITS[model.quantization]
+        return (quantized * bits / 8 + (params - quantized) * dtype_size) / MIB
+    if model.quantization is not None:
+        return params * QUANTIZED_BITS[model.quantization] / 8 / MIB
+    return params * dtype_size / MIB
 
 
-def draft_mib(
-    draft: Draft | None, model: ModelFacts, dtype_bytes: int, has_draft_model: bool
+def estimated_draft_mib(model: ModelFacts, parallel_drafting: bool) -> float:
+    hidden = model.hidden_size or model.num_attention_heads * model.head_dim
+    vocab = model.vocab_size or 128_000
+    params = _DRAFT_LAYERS[parallel_drafting] * 16 * hidden**2 + 3 * hidden**2 + 2 * hidden * vocab
+    return params * 2 / MIB
+
+
+def draft_weights_mib(
+    draft: Draft | None, model: ModelFacts, has_checkpoint: bool, parallel_drafting: bool
 ) -> tuple[float, bool]:
-    """(MiB, estimated?) for the draft's weights; (0, False) without a draft model."""
-    if not has_draft_model:
+    """(MiB, estimated?) of the draft checkpoint; (0, False) for methods without one (ngram, mtp)."""
+    if not has_checkpoint:
         return 0.0, False
     if draft is not None and draft.size_gb is not None:
         return draft.size_gb * 1e9 / MIB, False
-    return weights_mib(model, dtype_bytes) * UNKNOWN_DRAFT_SHARE, True
+    return estimated_draft_mib(model, parallel_drafting or bool(draft and draft.parallel_drafting)), True
 
 
-def kv_bytes_per_token(model: ModelFacts, kv_dtype_bytes: int, has_draft_model: bool) -> float:
-    layers = model.num_hidden_layers + (1 if has_draft_model else 0)  # an EAGLE head keeps one layer of KV
-    return 2.0 * layers * model.num_key_value_heads * model.head_dim * kv_dtype_bytes
+def kv_heads_per_gpu(model: ModelFacts, tensor_parallel_size: int) -> int:
+    # vLLM splits KV heads across tensor-parallel ranks and replicates them when there are fewer than ranks.
+    return max(1, model.num_key_value_heads // tensor_parallel_size)
+
+
+def serve_defaults(overheads: MemoryOverheads, gpu_name: str, gpu_memory_mib: float) -> tuple[int, int]:
+    """`vllm serve`'s (max_num_batched_tokens, max_num_seqs) on this GPU."""
+    large = (
+        gpu_memory_mib >= overheads.large_gpu_min_gib * 1024
+        and gpu_name not in overheads.large_gpu_exceptions
+    )
+    return overheads.large_gpu_defaults if large else overheads.small_gpu_defaults
+
+
+def overhead_mib(
+    overheads: MemoryOverheads,
+    *,
+    model: ModelFacts,
+    engine: Mapping[str, Any],
+    gpu_name: str,
+    gpu_memory_mib: float,
+    vllm_version: str | None,
+) -> float:
+    """Activation peak of the profile run + non-torch memory + CUDA graphs (where counted), per GPU."""
+    default_tokens, default_seqs = serve_defaults(overheads, gpu_name, gpu_memory_mib)
+    tokens = int(engine.get("max_num_batched_tokens") or default_tokens)
+    rows = min(int(engine.get("max_num_seqs") or default_seqs), tokens)
+    hidden = model.hidden_size or model.num_attention_heads * model.head_dim
+    vocab = model.vocab_size or 128_000
+    activation = (
+        overheads.activation_fixed_gib * GIB
+        + overheads.activation_bytes_per_token_hidden * tokens * hidden
+        + overheads.sampler_bytes_per_row_vocab * rows * vocab
+    )
+    graphs = 0.0
+    counted = vllm_version is None or version_tuple(vllm_version) >= version_tuple(
+        overheads.cuda_graph_counted_from
+    )
+    if counted and not engine.get("enforce_eager"):
+        graphs = overheads.cuda_graph_gib * GIB
+    return (activation + overheads.non_torch_gib * GIB + graphs) / MIB
 
 
 @dataclass(frozen=True)
-class MemoryBudget:
-    budget_mib: float  # gpu_memory_utilization x memory of the GPUs tensor parallelism uses
-    weights_mib: float
-    draft_mib: float
+class MemoryPlan:
+    """One GPU's memory under vLLM: what is taken before the KV cache, and what the KV cache holds."""
+
+    budget_mib: float
+    weights_mib: float  # this GPU's share
+    draft_mib: float  # this GPU's share
     draft_estimated: bool
-    kv_mib: float  # one max_model_len sequence
-    tokens: int
+    overhead_mib: float  # activation peak + non-torch memory + CUDA graphs
+    token_bytes_per_layer: float  # K and V of one token in one layer, on this GPU
+    full_layers: int  # layers that keep every token (the target's full-attention layers + draft layers)
+    window_layers: int  # sliding-window layers, which keep at most `window` tokens of a sequence
+    window: int
 
     @property
-    def needed_mib(self) -> float:
-        return self.weights_mib + self.draft_mib + self.kv_mib
+    def kv_available_mib(self) -> float:
+        return self.budget_mib - self.weights_mib - self.draft_mib - self.overhead_mib
 
-    @property
-    def fits(self) -> bool:
-        return self.needed_mib <= self.budget_mib
+    def kv_mib(self, tokens: int) -> float:
+        """KV cache one sequence of `tokens` tokens needs."""
+        per_layer_tokens = self.full_layers * tokens + self.window_layers * min(tokens, self.window)
+        return self.token_bytes_per_layer * per_layer_tokens / MIB
+
+    def fits(self, tokens: int) -> bool:
+        return self.kv_available_mib >= 0 and self.kv_mib(tokens) <= self.kv_available_mib
+
+    def max_tokens(self) -> int:
+        """The longest sequence whose KV cache fits (0 when not even the weights fit)."""
+        free_bytes = self.kv_available_mib * MIB
+        if free_bytes <= 0:
+            return 0
+        window_bytes = self.token_bytes_per_layer * (self.full_layers + self.window_layers) * self.window
+        if self.window_layers and free_bytes <= window_bytes:
+            return int(free_bytes // (self.token_bytes_per_layer * (self.full_layers + self.window_layers)))
+        if self.full_layers == 0:
+            return 2**31 - 1  # only sliding layers: any length fits once the window does
+        beyond = self.token_bytes_per_layer * self.window_layers * self.window
+        return int((free_bytes - beyond) // (self.token_bytes_per_layer * self.full_layers))
+
+    def cache_tokens(self) -> int:
+        """Tokens the whole KV cache holds, as vLLM logs "GPU KV cache size" for full-attention models."""
+        free_bytes = max(0.0, self.kv_available_mib * MIB)
+        return int(free_bytes // (self.token_bytes_per_layer * (self.full_layers + self.window_layers)))
 
 
-def memory_budget(
+def memory_plan(
     *,
     model: ModelFacts,
     draft: Draft | None,
-    has_draft_model: bool,
-    gpu_memory_mib: int,
+    speculative: Mapping[str, Any] | None,
+    engine: Mapping[str, Any],
+    gpu_name: str,
+    gpu_memory_mib: float,
     tensor_parallel_size: int,
-    gpu_memory_utilization: float,
-    dtype_bytes: int,
-    kv_dtype_bytes: int,
-    tokens: int,
-) -> MemoryBudget:
-    d_mib, estimated = draft_mib(draft, model, dtype_bytes, has_draft_model)
-    return MemoryBudget(
-        budget_mib=gpu_memory_utilization * gpu_memory_mib * tensor_parallel_size,
-        weights_mib=weights_mib(model, dtype_bytes),
-        draft_mib=d_mib,
+    vllm_version: str | None,
+    overheads: MemoryOverheads,
+) -> MemoryPlan:
+    """The plan for a deployment's engine args (dtype, kv_cache_dtype, gpu_memory_utilization) and draft."""
+    tp = max(1, tensor_parallel_size)
+    weight_bytes = dtype_bytes(engine.get("dtype"))
+    kv_bytes = dtype_bytes(engine.get("kv_cache_dtype"), weight_bytes)
+    has_checkpoint = bool(speculative and speculative.get("model"))
+    draft_total, estimated = draft_weights_mib(
+        draft, model, has_checkpoint, bool(speculative and speculative.get("parallel_drafting"))
+    )
+    draft_tp = int((speculative or {}).get("draft_tensor_parallel_size") or tp)
+    draft_layers = 0
+    if has_checkpoint:
+        draft_layers = _DRAFT_LAYERS[bool(speculative and speculative.get("parallel_drafting"))]
+    window_layers = model.sliding_window_layers if model.sliding_window else 0
+    return MemoryPlan(
+        budget_mib=float(engine.get("gpu_memory_utilization", overheads.default_gpu_memory_utilization))
+        * gpu_memory_mib,
+        weights_mib=weights_mib(model, weight_bytes) / tp,
+        draft_mib=draft_total / max(1, draft_tp),
         draft_estimated=estimated,
-        kv_mib=kv_bytes_per_token(model, kv_dtype_bytes, has_draft_model) * tokens / MIB,
-        tokens=tokens,
+        overhead_mib=overhead_mib(
+            overheads,
+            model=model,
+            engine=engine,
+            gpu_name=gpu_name,
+            gpu_memory_mib=gpu_memory_mib,
+            vllm_version=vllm_version,
+        ),
+        token_bytes_per_layer=2 * kv_heads_per_gpu(model, tp) * model.head_dim * kv_bytes,
+        full_layers=model.num_hidden_layers - window_layers + draft_layers,
+        window_layers=window_layers,
+        window=model.sliding_window or 0,
     )
-
-
-def max_tokens_that_fit(
-    *,
-    model: ModelFacts,
-    draft: Draft | None,
-    gpu_memory_mib: int,
-    tensor_parallel_size: int,
-    gpu_memory_utilization: float,
-    dtype_bytes: int,
-) -> int:
-    """How many tokens of KV cache fit next to the weights (0 when the weights alone do not fit)."""
-    has_draft = draft is not None
-    base = memory_budget(
-        model=model,
-        draft=draft,
-        has_draft_model=has_draft,
-        gpu_memory_mib=gpu_memory_mib,
-        tensor_parallel_size=tensor_parallel_size,
-        gpu_memory_utilization=gpu_memory_utilization,
-        dtype_bytes=dtype_bytes,
-        kv_dtype_bytes=dtype_bytes,
-        tokens=0,
-    )
-    free_bytes = (base.budget_mib - base.weights_mib - base.draft_mib) * MIB
-    if free_bytes <= 0:
-        return 0
-    return int(free_bytes // kv_bytes_per_token(model, dtype_bytes, has_draft))

@@ -248,7 +248,7 @@ def _check_references(catalog: Catalog) -> None:
     problems += [
         f"draft {name!r} names unknown target model {draft.target!r}"
         for name, draft in catalog.drafts.items()
-        if draft.target not in catalog.models
+        if draft.target is None or draft.target not in catalog.models
     ]
     problems += [
         f"recommended host image {ami!r} for CUDA {cuda} is not in amis.yaml"

@@ -246,16 +246,29 @@ class ModelFacts(Fact):
     hidden_size: int | None = Field(default=None, ge=1)
     max_position_embeddings: int = Field(ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
-    weights_gb: float | None = Field(default=None, gt=0)
+    weights_gb: float | None = Field(default=None, gt=0)  # the checkpoint, where not parameters x dtype
+    quantization: Literal["mxfp4", "fp8", "awq", "gptq"] | None = None  # of the checkpoint's weights
+    quantized_parameters_billion: float | None = Field(default=None, gt=0)  # e.g. the MoE experts in MXFP4
+    sliding_window: int | None = Field(default=None, ge=1)  # tokens a sliding-window layer attends to
+    sliding_window_layers: int = Field(default=0, ge=0)
+    vocab_size: int | None = Field(default=None, ge=1)
+    mtp_layers: int | None = Field(default=None, ge=0)  # multi-token-prediction layers; None: not known
+    gated: bool | None = None  # the Hub asks for a licence and a token before download; None: not known
     source: str = "described in the deployment spec"
     confidence: Confidence = "unverified"
 
 
 class Draft(Sourced):
+    """A speculative-decoding draft checkpoint, its target, and the shape it expects of the target."""
+
     method: str
-    target: str
+    target: str | None = None  # the model it was trained for, where known
     size_gb: float | None = None
     parallel_drafting: bool = False
+    # The target's hidden size and vocabulary the head was built for (EAGLE heads read the target's
+    # hidden states and score its vocabulary); None where not known.
+    target_hidden_size: int | None = Field(default=None, ge=1)
+    target_vocab_size: int | None = Field(default=None, ge=1)
 
 
 class ValueFact(Sourced):
@@ -266,9 +279,33 @@ class SupportFact(Sourced):
     supported: bool
 
 
+class MemoryOverheads(Sourced):
+    """vLLM's GPU memory outside weights and KV cache, per GPU, as its start-up profile run measures it.
+
+    activation = fixed + per_token_hidden x batched tokens x hidden size + per_row_vocab x rows x vocabulary
+    (the profile run is one forward pass of max_num_batched_tokens tokens, then the sampler over
+    min(max_num_seqs, tokens) rows of logits).
+    """
+
+    activation_fixed_gib: float = Field(ge=0)
+    activation_bytes_per_token_hidden: float = Field(ge=0)
+    sampler_bytes_per_row_vocab: float = Field(ge=0)
+    non_torch_gib: float = Field(ge=0)  # CUDA context growth, cuBLAS workspaces (NCCL is outside from 0.11)
+    cuda_graph_gib: float = Field(ge=0)  # captured CUDA graphs, once vLLM counts them
+    cuda_graph_counted_from: str  # the first vLLM release that subtracts them before sizing the KV cache
+    default_gpu_memory_utilization: float = Field(gt=0, le=1)
+    # `vllm serve` defaults: (max_num_batched_tokens, max_num_seqs) on large GPUs (memory >= the threshold,
+    # A100 excepted) and on the others.
+    large_gpu_min_gib: float = Field(gt=0)
+    large_gpu_exceptions: list[str]
+    large_gpu_defaults: tuple[int, int]
+    small_gpu_defaults: tuple[int, int]
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     lora_with_speculative: SupportFact
+    memory_overheads: MemoryOverheads
 
 
 class OptimizationInstanceTypes(Sourced):

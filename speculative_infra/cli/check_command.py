@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from speculative_infra.check import CheckResult, check
 from speculative_infra.cli.tables import render_table
+from speculative_infra.facts import CONTEXT_FILE, ContextFileError, facts_from_context, read_context_file
 from speculative_infra.spec import SpecError, load_spec
 
 EXIT_OK = 0
@@ -21,6 +23,12 @@ def add_check_command(subparsers: Any) -> None:
     parser.add_argument("spec", help="path to a deployment spec (YAML)")
     parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"
+    )
+    parser.add_argument(
+        "--context",
+        type=Path,
+        default=Path(CONTEXT_FILE),
+        help=f"facts fetched by `speculative-infra facts fetch` (default: ./{CONTEXT_FILE} if it exists)",
     )
     parser.set_defaults(handler=run_check)
 
@@ -35,7 +43,12 @@ def run_check(args: argparse.Namespace) -> int:
         else:
             print(str(err), file=sys.stderr)
         return EXIT_INVALID
-    result = check(spec)
+    try:
+        fetched = facts_from_context(read_context_file(args.context))
+    except ContextFileError as err:
+        print(f"speculative-infra check: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    result = check(spec, fetched)
     print(json.dumps(result.as_dict(), indent=2) if args.format == "json" else format_text(result))
     return EXIT_OK if result.ok else EXIT_FINDINGS
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from speculative_infra._version import __version__
 from speculative_infra.cli.catalog_command import add_catalog_command
 from speculative_infra.cli.check_command import add_check_command
+from speculative_infra.cli.facts_command import add_facts_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_check_command(subparsers)
     add_catalog_command(subparsers)
+    add_facts_command(subparsers)
     _add_bench_commands(subparsers)
     return parser
 

@@ -12,6 +12,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from speculative_infra.check import CheckResult
@@ -22,13 +23,13 @@ from speculative_infra.constructs.inference_component_endpoint import (
     InferenceComponentEndpoint,
     RoutingStrategy,
 )
-from speculative_infra.constructs.props import as_mapping, default_timeouts, timeout_seconds
+from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
 from speculative_infra.render import render_environment
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.capacity import ComponentDemand
-from speculative_infra.sizing import DTYPE_BYTES, weights_mib
+from speculative_infra.sizing import dtype_bytes, weights_mib
 from speculative_infra.spec import EngineArgs, ScalingOptions, SpecError, SpeculativeConfig, parse_spec
 
 # Host memory a copy reserves beyond its weights (Python, tokenizer, CUDA context, buffers).
@@ -62,6 +63,7 @@ class LmiInferenceComponent(Construct):
         container_startup_health_check_timeout: Duration | None = None,
         model_data_download_timeout: Duration | None = None,
         environment: Mapping[str, str] | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         tags: Mapping[str, str] | None = None,
         benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
     ) -> None:
@@ -87,6 +89,9 @@ class LmiInferenceComponent(Construct):
         :param container_startup_health_check_timeout: Default: sized to the weights.
         :param model_data_download_timeout: Default: sized to the weights.
         :param environment: extra container environment. Default: none.
+        :param hf_token: a secret whose value is a Hugging Face token, for gated models (rule SI531). The
+            container gets it as HF_TOKEN through a CloudFormation dynamic reference: the template holds
+            the secret's ARN, never the token; DescribeModel still shows the resolved value. Default: none.
         :param tags: Default: none.
         :param benchmark: benchmark the component after every deployment (EndpointBenchmark). Default: none.
         """
@@ -140,6 +145,7 @@ class LmiInferenceComponent(Construct):
                     "speculative": as_mapping(speculative) if speculative is not None else None,
                     "inference_ami_version": endpoint.host_request,
                     "environment": dict(environment or {}),
+                    "hf_token_secret": secret_id(hf_token),
                     "scaling": scaling_options.model_dump() if scaling_options is not None else None,
                 },
                 source=self.node.path,
@@ -317,8 +323,8 @@ def _default_name(scope: Construct) -> str:
 
 def _default_memory_mb(deployment: ResolvedDeployment) -> int:
     assert deployment.model is not None
-    dtype_bytes = DTYPE_BYTES.get(str(deployment.engine.get("dtype")), 2)
-    needed = int(weights_mib(deployment.model, dtype_bytes) * 2**20 / 1e6) + HOST_MEMORY_OVERHEAD_MB
+    weights = weights_mib(deployment.model, dtype_bytes(deployment.engine.get("dtype")))
+    needed = int(weights * 2**20 / 1e6) + HOST_MEMORY_OVERHEAD_MB
     instance = deployment.instance
     if instance is not None and instance.memory_gib is not None:
         needed = min(needed, int(instance.memory_gib * 1024 * 0.9))

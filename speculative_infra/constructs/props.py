@@ -6,10 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Duration
+from aws_cdk import aws_secretsmanager as secretsmanager
 from pydantic import BaseModel
 
 from speculative_infra.resolve import ResolvedDeployment
-from speculative_infra.sizing import DTYPE_BYTES, weights_mib
+from speculative_infra.sizing import dtype_bytes, weights_mib
 
 TIMEOUT_RANGE = (60, 3600)  # ContainerStartupHealthCheckTimeoutInSeconds, ModelDataDownloadTimeoutInSeconds
 
@@ -37,9 +38,16 @@ def default_timeouts(deployment: ResolvedDeployment) -> tuple[int, int]:
     """(download, startup) seconds sized to the weights: ~20 s and ~15 s per GB, at least 10 minutes."""
     if deployment.model is None:
         return 900, 900
-    gb = weights_mib(deployment.model, DTYPE_BYTES.get(str(deployment.engine.get("dtype")), 2)) * 2**20 / 1e9
+    gb = weights_mib(deployment.model, dtype_bytes(deployment.engine.get("dtype"))) * 2**20 / 1e9
     return _clamp_timeout(gb * 20), _clamp_timeout(gb * 15)
 
 
 def _clamp_timeout(seconds: float) -> int:
     return int(min(TIMEOUT_RANGE[1], max(600, seconds)))
+
+
+def secret_id(secret: secretsmanager.ISecret | None) -> str | None:
+    """What a dynamic reference names the secret by: its full ARN where known, else its name (as CDK does)."""
+    if secret is None:
+        return None
+    return secret.secret_full_arn or secret.secret_name

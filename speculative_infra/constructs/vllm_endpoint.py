@@ -13,6 +13,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from speculative_infra.check import CheckResult
@@ -23,7 +24,7 @@ from speculative_infra.constructs.image import image_uri, repository_arn, stack_
 from speculative_infra.constructs.metrics import EndpointMetrics
 from speculative_infra.constructs.network import model_vpc_config
 from speculative_infra.constructs.policies import grant_invoke
-from speculative_infra.constructs.props import as_mapping, default_timeouts, timeout_seconds
+from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
 from speculative_infra.render import render_environment
@@ -109,6 +110,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         container_startup_health_check_timeout: Duration | None = None,
         model_data_download_timeout: Duration | None = None,
         environment: Mapping[str, str] | None = None,
+        hf_token: secretsmanager.ISecret | None = None,
         tags: Mapping[str, str] | None = None,
         deployment_guardrails: DeploymentGuardrails | None = None,
         benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
@@ -145,6 +147,9 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         :param container_startup_health_check_timeout: Default: sized to the weights (>= 10 minutes).
         :param model_data_download_timeout: Default: sized to the weights (>= 10 minutes).
         :param environment: extra container environment, checked against SageMaker's limits. Default: none.
+        :param hf_token: a secret whose value is a Hugging Face token, for gated models (rule SI531). The
+            container gets it as HF_TOKEN through a CloudFormation dynamic reference: the template holds
+            the secret's ARN, never the token; DescribeModel still shows the resolved value. Default: none.
         :param tags: tags on every resource. Default: none.
         :param deployment_guardrails: blue/green or rolling updates with auto-rollback. Default: none.
         :param benchmark: benchmark the endpoint after every deployment (EndpointBenchmark), with optional
@@ -172,11 +177,16 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             "instance_count": instance_count,
             "volume_size_in_gb": volume_size_in_gb,
             "container": {"framework": "vllm", "version": vllm_version},
-            "model": {"id": model_id or model_data, **dict(model_facts or {})},
+            "model": {
+                "id": model_id or model_data,
+                "weights": "s3" if model_data is not None else "hub",
+                **dict(model_facts or {}),
+            },
             "engine": as_mapping(engine),
             "speculative": as_mapping(speculative_config) if speculative_config is not None else None,
             "inference_ami_version": inference_ami_version,
             "environment": dict(environment or {}),
+            "hf_token_secret": secret_id(hf_token),
             "scaling": as_mapping(scaling) if scaling is not None else None,
         }
         if Token.is_unresolved(instance_type):
@@ -233,7 +243,7 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             inference_ami_version=parsed.inference_ami_version,
             scaling=parsed.scaling,
             environment=parsed.environment,
-            **props,
+            **_secret_props(scope, construct_id, parsed, props),
         )
 
     # --- construction ----------------------------------------------------------------------------
@@ -382,6 +392,24 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """InvokeEndpoint and InvokeEndpointWithResponseStream on this endpoint only."""
         return grant_invoke(grantee, [self.endpoint_arn])
+
+
+def _secret_props(
+    scope: Construct, construct_id: str, spec: DeploymentSpec, props: dict[str, Any]
+) -> dict[str, Any]:
+    """The spec's hf_token_secret (name or ARN) as the hf_token prop, unless the caller passes one."""
+    if spec.hf_token_secret is None or "hf_token" in props:
+        return props
+    return {
+        **props,
+        "hf_token": secret_from_name_or_arn(scope, f"{construct_id}HfToken", spec.hf_token_secret),
+    }
+
+
+def secret_from_name_or_arn(scope: Construct, construct_id: str, name_or_arn: str) -> secretsmanager.ISecret:
+    if name_or_arn.startswith("arn:"):
+        return secretsmanager.Secret.from_secret_complete_arn(scope, construct_id, name_or_arn)
+    return secretsmanager.Secret.from_secret_name_v2(scope, construct_id, name_or_arn)
 
 
 def _deployment_config(

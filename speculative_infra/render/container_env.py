@@ -11,6 +11,15 @@ if TYPE_CHECKING:
     from speculative_infra.resolve import ResolvedDeployment
 
 
+# The variable huggingface_hub (and so vLLM) reads a token from.
+HF_TOKEN_ENV = "HF_TOKEN"
+
+
+def secret_reference(secret: str) -> str:
+    """A CloudFormation dynamic reference to a secret's whole value: resolved at deploy time, never stored."""
+    return "{{resolve:secretsmanager:" + secret + ":SecretString:::}}"
+
+
 def render_environment(
     deployment: ResolvedDeployment, model_location: str | None = None
 ) -> dict[str, str] | None:
@@ -19,6 +28,9 @@ def render_environment(
     if container is None:
         return None
     model = model_location or deployment.model_id
+    extra = dict(deployment.spec.environment)
+    if deployment.spec.hf_token_secret is not None:
+        extra[HF_TOKEN_ENV] = secret_reference(deployment.spec.hf_token_secret)
     if container.framework == "vllm":
         return render_vllm_environment(
             model=model,
@@ -26,11 +38,11 @@ def render_environment(
             speculative=deployment.speculative,
             container=container,
             release=deployment.vllm_release,
-            extra=deployment.spec.environment,
+            extra=extra,
         )
     return render_lmi_environment(
         model=model,
         engine=deployment.engine,
         speculative=deployment.speculative,
-        extra=deployment.spec.environment,
+        extra=extra,
     )

@@ -1,31 +1,30 @@
-"""Does the model fit in GPU memory?"""
+"""Does the model fit in GPU memory? One memory model (sizing.memory_plan) for the rule and its fix."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from speculative_infra.catalog import load_catalog
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
-from speculative_infra.sizing import DTYPE_BYTES, MemoryBudget, max_tokens_that_fit, memory_budget
+from speculative_infra.sizing import MIB, MemoryPlan, memory_plan
 
 
-def _budget(d: ResolvedDeployment) -> MemoryBudget | None:
-    if d.instance is None or d.model is None or "max_model_len" not in d.engine:
+def plan_for(d: ResolvedDeployment) -> MemoryPlan | None:
+    """The memory plan of a deployment; None while the instance or the model is unknown."""
+    if d.instance is None or d.model is None:
         return None
-    dtype_bytes = DTYPE_BYTES.get(str(d.engine.get("dtype")), 2)
-    kv_dtype = str(d.engine.get("kv_cache_dtype", "auto"))
-    tp = min(d.tensor_parallel_size, d.instance.gpu_count)
-    return memory_budget(
+    return memory_plan(
         model=d.model,
         draft=d.draft,
-        has_draft_model=bool(d.speculative and d.speculative.get("model")),
+        speculative=d.speculative,
+        engine=d.engine,
+        gpu_name=d.instance.gpu_name,
         gpu_memory_mib=d.instance.gpu.memory_mib,
-        tensor_parallel_size=tp,
-        gpu_memory_utilization=float(d.engine.get("gpu_memory_utilization", 0.9)),
-        dtype_bytes=dtype_bytes,
-        kv_dtype_bytes=DTYPE_BYTES.get(kv_dtype, dtype_bytes),
-        tokens=int(d.engine["max_model_len"]),
+        tensor_parallel_size=min(d.tensor_parallel_size, d.instance.gpu_count),
+        vllm_version=d.container.vllm_version if d.container is not None else None,
+        overheads=load_catalog().vllm.memory_overheads,
     )
 
 
@@ -37,35 +36,34 @@ def _gib(mib: float) -> str:
     code="SI300",
     name="model-fits-gpu-memory",
     severity=Severity.ERROR,
-    title="Weights, draft and one max_model_len sequence of KV cache fit in GPU memory",
-    rationale="vLLM fails at start-up when the weights plus one full-length sequence of KV cache do not fit.",
+    title="Weights, draft, vLLM's overheads and one max_model_len sequence of KV cache fit in GPU memory",
+    rationale="vLLM fails at start-up when the KV cache left after weights, draft, activations and CUDA "
+    "graphs cannot hold one sequence of max_model_len tokens.",
 )
 def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
-    b = _budget(d)
-    if b is None or b.fits or d.instance is None or d.model is None:
+    plan = plan_for(d)
+    if plan is None or d.instance is None or "max_model_len" not in d.engine:
+        return
+    tokens = int(d.engine["max_model_len"])
+    if plan.fits(tokens):
         return
     tp = min(d.tensor_parallel_size, d.instance.gpu_count)
-    util = float(d.engine.get("gpu_memory_utilization", 0.9))
-    draft = (
-        f" + draft {_gib(b.draft_mib)}{' (estimated)' if b.draft_estimated else ''}" if b.draft_mib else ""
-    )
-    fits = max_tokens_that_fit(
-        model=d.model,
-        draft=d.draft,
-        gpu_memory_mib=d.instance.gpu.memory_mib,
-        tensor_parallel_size=tp,
-        gpu_memory_utilization=util,
-        dtype_bytes=DTYPE_BYTES.get(str(d.engine.get("dtype")), 2),
-    )
+    util = plan.budget_mib / d.instance.gpu.memory_mib
+    draft = ""
+    if plan.draft_mib:
+        draft = f" + draft {_gib(plan.draft_mib)}{' (estimated)' if plan.draft_estimated else ''}"
+    fits = plan.max_tokens()
     fix = (
-        f"lower engine.max_model_len to at most {fits}, or use more or larger GPUs"
+        f"lower engine.max_model_len to at most {fits}, use an fp8 KV cache (engine.kv_cache_dtype: fp8), "
+        "or use more or larger GPUs"
         if fits > 0
         else "use an instance with more GPU memory or more GPUs (raise tensor_parallel_size), or a quantized model"
     )
     yield Violation(
-        message=f"{d.model_id} needs {_gib(b.needed_mib)} (weights {_gib(b.weights_mib)}{draft} + KV cache "
-        f"{_gib(b.kv_mib)} for {b.tokens} tokens) but {d.instance.name} offers {_gib(b.budget_mib)} "
-        f"({util} x {tp} x {_gib(d.instance.gpu.memory_mib)} {d.instance.gpu_name})",
+        message=f"{d.model_id} needs {_gib(plan.weights_mib + plan.draft_mib + plan.overhead_mib + plan.kv_mib(tokens))}"
+        f" per GPU (weights {_gib(plan.weights_mib)}{draft} + vLLM overheads {_gib(plan.overhead_mib)} + KV cache "
+        f"{_gib(plan.kv_mib(tokens))} for {tokens} tokens) but {d.instance.name} offers {_gib(plan.budget_mib)} "
+        f"per GPU ({util:g} x {_gib(d.instance.gpu.memory_mib)} {d.instance.gpu_name}, tensor parallel {tp})",
         fix=fix,
         field="engine.max_model_len",
     )
@@ -76,14 +74,15 @@ def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
     name="draft-size-known",
     severity=Severity.INFO,
     title="Draft model size is known",
-    rationale="The memory check estimates the size of drafts the catalog has no size for.",
+    rationale="The memory check estimates the size of drafts with no known size, from the target's shape.",
 )
 def draft_size_known(d: ResolvedDeployment) -> Iterator[Violation]:
-    b = _budget(d)
-    if b is not None and b.draft_estimated and d.speculative:
+    plan = plan_for(d)
+    if plan is not None and plan.draft_estimated and d.speculative:
+        name = d.speculative.get("model")
         yield Violation(
-            message=f"draft {d.speculative.get('model')!r} has no size in the catalog; the memory check assumed "
-            f"{_gib(b.draft_mib)}",
-            fix="add the draft's size to the catalog (catalog/data/drafts.yaml)",
+            message=f"draft {name!r} has no known size; the memory check estimated {plan.draft_mib * MIB / 1e9:.2f} GB "
+            "per GPU from the target's shape",
+            fix=f"run `speculative-infra facts fetch {name}` in the app's folder to read its real size",
             field="speculative.model",
         )

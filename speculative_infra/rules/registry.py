@@ -44,6 +44,7 @@ def _load_rule_modules() -> None:
     from speculative_infra.rules import (  # noqa: F401
         container,
         context,
+        draft_structure,
         engine_args,
         environment,
         gpu_support,
@@ -51,6 +52,7 @@ def _load_rule_modules() -> None:
         instance,
         lora,
         memory,
+        model_access,
         parallelism,
         precision,
         region,

@@ -6,11 +6,9 @@ from collections.abc import Iterator
 
 from speculative_infra.catalog.vllm_release import available_vllm_versions, load_vllm_release
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.draft_structure import DRAFT_CHECKPOINT_METHODS, shape_mismatches
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
-
-# Methods that draft with a separate checkpoint and need to know how many tokens to propose.
-_DRAFT_MODEL_METHODS = frozenset({"eagle", "eagle3", "draft_model", "medusa", "mlp_speculator", "dflash"})
 
 
 def _first_release_with_field(field: str) -> str | None:
@@ -137,7 +135,7 @@ def num_speculative_tokens(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     n = d.speculative.get("num_speculative_tokens")
     if n is None:
-        if d.speculative.get("method") in _DRAFT_MODEL_METHODS:
+        if d.speculative.get("method") in DRAFT_CHECKPOINT_METHODS:
             yield Violation(
                 message=f"speculative.num_speculative_tokens is required for method {d.speculative.get('method')!r}",
                 fix="set speculative.num_speculative_tokens (3 to 5 is typical for EAGLE3)",
@@ -180,11 +178,37 @@ def draft_tensor_parallel(d: ResolvedDeployment) -> Iterator[Violation]:
     rationale="A draft trained on another model (even a LoRA fine-tune of the same base) accepts fewer tokens.",
 )
 def draft_matches_target(d: ResolvedDeployment) -> Iterator[Violation]:
-    if d.draft is None or d.draft.target == d.model_id:
-        return
+    if d.draft is None or d.draft.target is None or d.draft.target == d.model_id or shape_mismatches(d):
+        return  # SI407 reports a draft that cannot even load
     yield Violation(
         message=f"draft {d.speculative.get('model') if d.speculative else ''!r} was trained for {d.draft.target}, "
         f"not {d.model_id}: expect a low acceptance rate",
         fix="use a draft trained for this model, or train one (EagleOptimizationJob)",
         field="speculative.model",
     )
+
+
+@rule(
+    code="SI413",
+    name="ngram-window",
+    severity=Severity.ERROR,
+    title="ngram's prompt_lookup_min and prompt_lookup_max are >= 1 and min <= max",
+    rationale="vLLM refuses to start when the n-gram window is empty or inverted.",
+)
+def ngram_window(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.speculative.get("method") != "ngram":
+        return
+    low, high = d.speculative.get("prompt_lookup_min"), d.speculative.get("prompt_lookup_max")
+    for key, value in (("prompt_lookup_min", low), ("prompt_lookup_max", high)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            yield Violation(
+                message=f"speculative.{key} is {value!r}; allowed: an integer >= 1",
+                fix=f"set speculative.{key} to 1 or more (vLLM's default is 5)",
+                field=f"speculative.{key}",
+            )
+    if isinstance(low, int) and isinstance(high, int) and 1 <= high < low:
+        yield Violation(
+            message=f"speculative.prompt_lookup_min is {low} but prompt_lookup_max is {high}; allowed: min <= max",
+            fix=f"set prompt_lookup_min to at most {high}, or prompt_lookup_max to at least {low}",
+            field="speculative.prompt_lookup_min",
+        )

@@ -36,7 +36,38 @@ CHECKS: dict[str, tuple[str, str]] = {
         "Data capture is encrypted",
         "Captured requests and responses hold user data: DataCaptureConfig needs a KmsKeyId.",
     ),
+    "SEC105": (
+        "No Hugging Face token in plaintext",
+        "A token written into a container's environment is readable in the template and its history; a "
+        "{{resolve:secretsmanager:...}} dynamic reference keeps it in Secrets Manager.",
+    ),
 }
+# Variables huggingface_hub reads a token from.
+_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
+
+
+def _is_dynamic_reference(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.startswith("{{resolve:")
+    join = value.get("Fn::Join") if isinstance(value, dict) else None
+    if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list) and join[1]:
+        return isinstance(join[1][0], str) and join[1][0].startswith("{{resolve:")
+    return False
+
+
+def _plaintext_tokens(logical_id: str, environment: Any) -> list[Finding]:
+    if not isinstance(environment, dict):
+        return []
+    return [
+        _finding(
+            "SEC105",
+            f"{logical_id} sets {key} to a literal value",
+            "pass the token as hf_token (a Secrets Manager secret), which renders a dynamic reference",
+            logical_id,
+        )
+        for key in _TOKEN_VARIABLES
+        if key in environment and not _is_dynamic_reference(environment[key])
+    ]
 
 
 def _finding(code: str, message: str, fix: str, field: str) -> Finding:
@@ -110,6 +141,7 @@ def check_models(template: Template) -> list[Finding]:
                     logical_id,
                 )
             )
+        findings += _plaintext_tokens(logical_id, container.get("Environment"))
         vpc = props.get("VpcConfig")
         if vpc is not None and (not vpc.get("Subnets") or not vpc.get("SecurityGroupIds")):
             findings.append(
@@ -139,7 +171,20 @@ def check_endpoint_configs(template: Template) -> list[Finding]:
     return findings
 
 
-_ALL: tuple[Callable[[Template], list[Finding]], ...] = (check_policies, check_models, check_endpoint_configs)
+def check_inference_components(template: Template) -> list[Finding]:
+    findings = []
+    for logical_id, props in _resources(template, "AWS::SageMaker::InferenceComponent"):
+        container = (props.get("Specification") or {}).get("Container") or {}
+        findings += _plaintext_tokens(logical_id, container.get("Environment"))
+    return findings
+
+
+_ALL: tuple[Callable[[Template], list[Finding]], ...] = (
+    check_policies,
+    check_models,
+    check_endpoint_configs,
+    check_inference_components,
+)
 
 
 def check_template(template: Template) -> list[Finding]:

@@ -49,6 +49,11 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(min_length=1, description="Hugging Face model id, e.g. Qwen/Qwen3-32B.")
+    weights: Literal["hub", "s3"] = Field(
+        default="hub",
+        description="Where the container gets the weights: hub (downloads `id` from Hugging Face, the "
+        "default) or s3 (the constructs' model_data).",
+    )
     architecture: str | None = None
     model_type: str | None = None
     parameters_billion: float | None = Field(default=None, gt=0)
@@ -60,9 +65,13 @@ class ModelSpec(BaseModel):
     max_position_embeddings: int | None = Field(default=None, ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
     weights_gb: float | None = Field(default=None, gt=0)
+    quantization: Literal["mxfp4", "fp8", "awq", "gptq"] | None = None
+    vocab_size: int | None = Field(default=None, ge=1)
+    mtp_layers: int | None = Field(default=None, ge=0)
+    gated: bool | None = None
 
     def described_fields(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"id"}, exclude_none=True)
+        return self.model_dump(exclude={"id", "weights"}, exclude_none=True)
 
 
 class EngineArgs(BaseModel):
@@ -176,6 +185,13 @@ class DeploymentSpec(BaseModel):
     )
     environment: dict[str, str] = Field(
         default_factory=dict, description="Extra container environment, checked against the limits."
+    )
+    hf_token_secret: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Secrets Manager secret (name or ARN) whose value is a Hugging Face token, for gated "
+        "models. Rendered as HF_TOKEN with a CloudFormation dynamic reference, never as the token itself. "
+        "Default: none.",
     )
 
     @field_validator("inference_ami_version", mode="before")

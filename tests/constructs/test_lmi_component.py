@@ -5,6 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Match
 
 from speculative_infra import CompatibilityError, InferenceComponentEndpoint, LmiInferenceComponent
@@ -43,6 +44,7 @@ def two_components(stack: cdk.Stack):
     endpoint = InferenceComponentEndpoint(
         stack, "Shared", instance_type="ml.g5.48xlarge", max_instance_count=1
     )
+    token = secretsmanager.Secret.from_secret_name_v2(stack, "HfToken", "hf-token")
     for name, model in (("Qwen8B", "Qwen/Qwen3-8B"), ("Llama8B", "meta-llama/Llama-3.1-8B-Instruct")):
         LmiInferenceComponent(
             stack,
@@ -53,6 +55,7 @@ def two_components(stack: cdk.Stack):
             tensor_parallel_degree=2,
             copy_count=2,
             engine={"max_model_len": 8192},
+            hf_token=token if model.startswith("meta-llama/") else None,
         )
 
 

@@ -9,12 +9,14 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Match
 
 from speculative_infra import CompatibilityError, DeploymentGuardrails, SpeculativeVllmEndpoint
 from speculative_infra.catalog.vllm_release import load_vllm_release
 from speculative_infra.check import check
 from speculative_infra.render.dlc_entrypoint import entrypoint_argv, serve_argv_problems
+from speculative_infra.security import check_template
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 
 ENGINE = {
@@ -424,3 +426,48 @@ def test_bad_props_raise_clear_errors(props, message):
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         reference(stack, **props)
+
+
+LLAMA = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "speculative": None}
+
+
+def test_gated_model_needs_a_token_or_s3_weights():
+    with pytest.raises(CompatibilityError, match="SI531"):
+        synth_stack(lambda s: reference(s, **LLAMA))
+    synth_stack(lambda s: reference(s, **LLAMA, model_data="s3://my-models/llama-3.1-8b"))
+
+
+def test_hf_token_is_a_dynamic_reference_never_the_token():
+    def build(stack: cdk.Stack):
+        token = secretsmanager.Secret(stack, "HfToken")
+        reference(stack, **LLAMA, hf_token=token)
+
+    template, raw = synth_stack(build)
+    [model] = [r for r in raw["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
+    value = model["Properties"]["PrimaryContainer"]["Environment"]["HF_TOKEN"]
+    secret_id = next(k for k, r in raw["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret")
+    assert value == {
+        "Fn::Join": ["", ["{{resolve:secretsmanager:", {"Ref": secret_id}, ":SecretString:::}}"]]
+    }
+    assert check_template(raw) == [] and cfn_lint_errors(raw) == []
+
+
+def test_from_spec_turns_the_secret_name_into_a_reference(tmp_path):
+    spec = {
+        "instance_type": "ml.g7e.2xlarge",
+        "container": {"framework": "vllm", "version": "0.15.1"},
+        "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
+        "engine": {"max_model_len": 8192},
+        "hf_token_secret": "prod/hf-token",
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    _, raw = synth_stack(lambda s: SpeculativeVllmEndpoint.from_spec(s, "Llama", path))
+    [model] = [r for r in raw["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
+    env = model["Properties"]["PrimaryContainer"]["Environment"]
+    assert env["HF_TOKEN"] == "{{resolve:secretsmanager:prod/hf-token:SecretString:::}}"
+
+
+def test_plaintext_token_in_environment_is_refused():
+    with pytest.raises(CompatibilityError, match="SI530"):
+        synth_stack(lambda s: reference(s, environment={"HF_TOKEN": "hf_live_token_value"}))

@@ -58,6 +58,14 @@ NON_COMPLIANT = {
             }
         }
     },
+    "SEC105": {
+        "Resources": {
+            "IC": {
+                "Type": "AWS::SageMaker::InferenceComponent",
+                "Properties": {"Specification": {"Container": {"Environment": {"HF_TOKEN": "hf_abc"}}}},
+            }
+        }
+    },
 }
 COMPLIANT = {
     "SEC100": {
@@ -91,6 +99,26 @@ COMPLIANT = {
             "C": {
                 "Type": "AWS::SageMaker::EndpointConfig",
                 "Properties": {"ProductionVariants": [], "DataCaptureConfig": {"KmsKeyId": "k"}},
+            }
+        }
+    },
+    "SEC105": {
+        "Resources": {
+            "M": {
+                "Type": "AWS::SageMaker::Model",
+                "Properties": {
+                    "PrimaryContainer": {
+                        "Image": "x",
+                        "Environment": {
+                            "HF_TOKEN": {
+                                "Fn::Join": [
+                                    "",
+                                    ["{{resolve:secretsmanager:", {"Ref": "S"}, ":SecretString:::}}"],
+                                ]
+                            }
+                        },
+                    }
+                },
             }
         }
     },
