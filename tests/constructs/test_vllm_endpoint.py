@@ -442,7 +442,7 @@ def test_hf_token_is_a_dynamic_reference_never_the_token():
         token = secretsmanager.Secret(stack, "HfToken")
         reference(stack, **LLAMA, hf_token=token)
 
-    template, raw = synth_stack(build)
+    _, raw = synth_stack(build)
     [model] = [r for r in raw["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
     value = model["Properties"]["PrimaryContainer"]["Environment"]["HF_TOKEN"]
     secret_id = next(k for k, r in raw["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret")
