@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := true
 
-.PHONY: setup synth test lint typecheck unit docs clean
+.PHONY: setup synth test lint typecheck unit docs mutation clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -25,6 +25,7 @@ synth: setup
 ## The whole suite: lint, type check, generated docs up to date, tests (cfn-lint runs inside them).
 test: setup lint typecheck
 	$(PY) scripts/generate_rule_docs.py --check
+	$(PY) scripts/generate_memory_docs.py --check
 	$(PY) -m pytest -q
 
 lint:
@@ -36,6 +37,15 @@ typecheck:
 
 docs: setup
 	$(PY) scripts/generate_rule_docs.py
+	$(PY) scripts/generate_memory_docs.py
+
+## Mutation testing of the rules, the memory model and the host model (not in CI; ~20 minutes on 2 cores).
+## Results: docs/testing.md.
+mutation: setup
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[mutation]'
+	rm -rf mutants
+	$(VENV)/bin/mutmut run --max-children 2
+	$(VENV)/bin/mutmut results
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache mutants

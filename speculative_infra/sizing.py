@@ -153,16 +153,17 @@ class MemoryPlan:
         if free_bytes <= 0:
             return 0
         window_bytes = self.token_bytes_per_layer * (self.full_layers + self.window_layers) * self.window
-        if self.window_layers and free_bytes <= window_bytes:
+        if self.window_layers and free_bytes < window_bytes:
             return int(free_bytes // (self.token_bytes_per_layer * (self.full_layers + self.window_layers)))
         if self.full_layers == 0:
             return 2**31 - 1  # only sliding layers: any length fits once the window does
         beyond = self.token_bytes_per_layer * self.window_layers * self.window
         return int((free_bytes - beyond) // (self.token_bytes_per_layer * self.full_layers))
 
-    def cache_tokens(self) -> int:
-        """Tokens the whole KV cache holds, as vLLM logs "GPU KV cache size" for full-attention models."""
-        free_bytes = max(0.0, self.kv_available_mib * MIB)
+    def cache_tokens(self, cache_mib: float | None = None) -> int:
+        """Tokens a KV cache of `cache_mib` (default: all that is available) holds, counting every layer
+        in full, as vLLM logs "GPU KV cache size"."""
+        free_bytes = max(0.0, (self.kv_available_mib if cache_mib is None else cache_mib) * MIB)
         return int(free_bytes // (self.token_bytes_per_layer * (self.full_layers + self.window_layers)))
 
 

@@ -47,8 +47,10 @@ def model_facts_known(d: ResolvedDeployment) -> Iterator[Violation]:
         "num_key_value_heads, head_dim, max_position_embeddings"
     )
     yield Violation(
-        message=f"model {d.model_id!r} is not in the catalog and the spec does not describe it "
+        message=f"model {d.model_id!r} is not in the catalog, no facts were fetched for it and the spec does not "
+        "describe it "
         f"(given: {', '.join(d.spec.model.described_fields()) or 'nothing'})",
-        fix=f"add under model: {required} (from the model's config.json), or use a catalog model",
+        fix=f"run `speculative-infra facts fetch {d.model_id}` in the app's folder (reads its config.json into "
+        f"cdk.context.json), or add under model: {required}",
         field="model",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import version_tuple
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
@@ -53,9 +54,15 @@ def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
     if plan.draft_mib:
         draft = f" + draft {_gib(plan.draft_mib)}{' (estimated)' if plan.draft_estimated else ''}"
     fits = plan.max_tokens()
+    # FP8 KV cache halves the cache; offered where the GPU computes in FP8 (Ada, Hopper, Blackwell: 8.9+).
+    fp8 = (
+        ", use an fp8 KV cache (engine.kv_cache_dtype: fp8)"
+        if not str(d.engine.get("kv_cache_dtype", "auto")).startswith("fp8")
+        and version_tuple(d.instance.gpu.compute_capability) >= (8, 9)
+        else ""
+    )
     fix = (
-        f"lower engine.max_model_len to at most {fits}, use an fp8 KV cache (engine.kv_cache_dtype: fp8), "
-        "or use more or larger GPUs"
+        f"lower engine.max_model_len to at most {fits}{fp8}, or use more or larger GPUs"
         if fits > 0
         else "use an instance with more GPU memory or more GPUs (raise tensor_parallel_size), or a quantized model"
     )

@@ -161,3 +161,118 @@ def test_construct_raises_clearly_or_synthesizes_clean(
     event("synthesized")
     template = app.synth().get_stack_by_name("Fuzz").template
     assert cfn_lint_errors(template, ["us-east-1"]) == []
+
+
+# --- the construct with an oracle: each generated input says which outcome it must get ------------------
+# Deployments seen to work (tests/golden/observations.yaml: vLLM 0.15.1 on g6e and g7e with Qwen3-32B, and
+# the same hosts with a smaller Qwen3), varied within values that cannot break them.
+KNOWN_GOOD = [
+    {
+        "instance_type": "ml.g7e.2xlarge",
+        "model_id": "Qwen/Qwen3-32B",
+        "tp": 1,
+        "draft": "RedHatAI/Qwen3-32B-speculator.eagle3",
+    },
+    {
+        "instance_type": "ml.g6e.12xlarge",
+        "model_id": "Qwen/Qwen3-32B",
+        "tp": 4,
+        "draft": "RedHatAI/Qwen3-32B-speculator.eagle3",
+    },
+    {
+        "instance_type": "ml.g6e.12xlarge",
+        "model_id": "Qwen/Qwen3-8B",
+        "tp": 4,
+        "draft": "RedHatAI/Qwen3-8B-speculator.eagle3",
+    },
+]
+# One broken setting each, and the outcome it must get: the spec schema's ValueError naming the field,
+# or the rule's CompatibilityError naming the code.
+BREAKS: dict[str, tuple[dict[str, Any], type[Exception], str]] = {
+    "negative tensor parallel": (
+        {"engine": {"tensor_parallel_size": -1}},
+        ValueError,
+        "tensor_parallel_size",
+    ),
+    "utilization above 1": (
+        {"engine": {"gpu_memory_utilization": 1.5}},
+        ValueError,
+        "gpu_memory_utilization",
+    ),
+    "unknown dtype": ({"engine": {"dtype": "int3"}}, ValueError, "dtype"),
+    "more GPUs than the instance": ({"engine": {"tensor_parallel_size": 16}}, CompatibilityError, "SI310"),
+    "longer than the context": ({"engine": {"max_model_len": 40961}}, CompatibilityError, "SI320"),
+    "unknown method": ({"speculative": {"method": "eagle9"}}, CompatibilityError, "SI400"),
+    "no tokens to draft": ({"speculative": {"num_speculative_tokens": 0}}, CompatibilityError, "SI404"),
+    "misspelt draft": (
+        {"speculative": {"model": "RedHatAI/Qwen3-32B-speculatr.eagle3"}},
+        CompatibilityError,
+        "SI410",
+    ),
+    "head for another model": (
+        {"speculative": {"model": "RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3"}},
+        CompatibilityError,
+        "SI407",
+    ),
+    "mtp without MTP layers": (
+        {"speculative": {"method": "mtp", "model": None}},
+        CompatibilityError,
+        "SI408",
+    ),
+    "token in plaintext": ({"environment": {"HF_TOKEN": "hf_secret"}}, CompatibilityError, "SI530"),
+    "environment name with a space": ({"environment": {"has space": "1"}}, CompatibilityError, "SI510"),
+}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.sampled_from(KNOWN_GOOD),
+    max_model_len=st.integers(256, 8192),
+    max_num_seqs=st.integers(1, 64),
+    prefix_caching=st.booleans(),
+    tokens=st.integers(1, 6),
+    speculate=st.booleans(),
+    break_with=st.one_of(st.none(), st.sampled_from(sorted(BREAKS))),
+)
+def test_construct_outcome_matches_the_oracle(
+    base, max_model_len, max_num_seqs, prefix_caching, tokens, speculate, break_with
+):
+    props: dict[str, Any] = {
+        "instance_type": base["instance_type"],
+        "model_id": base["model_id"],
+        "vllm_version": "0.15.1",
+        "engine": {
+            "tensor_parallel_size": base["tp"],
+            "max_model_len": max_model_len,
+            "max_num_seqs": max_num_seqs,
+            "enable_prefix_caching": prefix_caching,
+        },
+        "speculative": {"method": "eagle3", "model": base["draft"], "num_speculative_tokens": tokens}
+        if speculate
+        or break_with
+        in (
+            "unknown method",
+            "no tokens to draft",
+            "misspelt draft",
+            "head for another model",
+            "mtp without MTP layers",
+        )
+        else None,
+    }
+    expected: tuple[type[Exception], str] | None = None
+    if break_with is not None:
+        change, error, text = BREAKS[break_with]
+        for key, value in change.items():
+            merged = {**(props.get(key) or {}), **value}
+            props[key] = {k: v for k, v in merged.items() if v is not None}
+        expected = (error, text)
+    stack = cdk.Stack(cdk.App(), "Fuzz", env=cdk.Environment(region="us-east-1"))
+    try:
+        SpeculativeVllmEndpoint(stack, "E", **props)
+    except (CompatibilityError, ValueError) as err:
+        assert expected is not None, f"a known-good deployment was refused: {err}"
+        assert type(err) is expected[0] and expected[1] in str(err), (break_with, str(err))
+        event(f"refused: {break_with}")
+        return
+    assert expected is None, f"{break_with} was not refused"
+    event("synthesized")

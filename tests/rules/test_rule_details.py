@@ -1,0 +1,155 @@
+"""What findings say, and the edges of the host and draft checks, against NVIDIA's and vLLM's own numbers.
+
+Expected values here come from the outside sources the catalog cites (NVIDIA's CUDA release notes and
+driver tables), never from the catalog entry the code reads.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.check import check
+from speculative_infra.host_fit import driver_fit, drives_gpu
+from speculative_infra.rules.capacity import ComponentDemand, check_capacity
+from speculative_infra.rules.draft_structure import is_local_path, near_catalog_draft
+from speculative_infra.rules.finding import Severity
+from speculative_infra.rules.registry import all_rules, rule
+from tests.conftest import REFERENCE_SPEC, deep_merge
+
+CAT = load_catalog()
+VLLM_0151 = CAT.container("vllm", "0.15.1")  # CUDA 12.9, forward-compat libraries enabled
+H100, V100, RTX_PRO = CAT.gpus["H100"], CAT.gpus["V100"], CAT.gpus["RTX-PRO-6000-Blackwell-Server"]
+
+
+def _findings(changes):
+    return check(deep_merge(REFERENCE_SPEC, changes)).findings
+
+
+# CUDA 12.9 needs driver 575 natively (CUDA toolkit release notes, table 3); any 12.x runs on 525+ through
+# minor-version compatibility; the 12.9 cuda-compat package supports branches from 535 (nvidia/cuda images'
+# NVIDIA_REQUIRE_CUDA), on data-center GPUs only.
+@pytest.mark.parametrize(
+    ("gpu", "driver", "kind"),
+    [
+        (H100, 575, "native"),
+        (H100, 574, "minor_version_compat"),
+        (H100, 525, "minor_version_compat"),
+        (H100, 524, "no"),  # below 525: only forward compatibility, which needs 535 for 12.9
+        (None, 524, "no"),
+    ],
+)
+def test_driver_fit_edges(gpu, driver, kind):
+    fit = driver_fit(CAT, VLLM_0151, gpu, driver)
+    assert fit.kind == kind and fit.ok == (kind != "no")
+    assert (fit.needed_native, fit.needed_minor_compat, fit.needed_forward_compat) == (575, 525, 535)
+
+
+def test_forward_compat_needs_a_data_center_gpu():
+    cuda13 = CAT.container("vllm", "0.20.0")  # CUDA 13.0: minor-version compatibility from 580
+    assert driver_fit(CAT, cuda13, H100, 570).kind == "forward_compat"
+    assert driver_fit(CAT, cuda13, None, 570).kind == "forward_compat"
+    assert driver_fit(CAT, cuda13, RTX_PRO, 570).kind == "no"
+    assert driver_fit(CAT, cuda13, H100, 534).kind == "no"
+
+
+def test_drives_gpu_edges():
+    # Volta: from R384 (CUDA 9) to R580, its last branch; Blackwell RTX PRO 6000 Server: from 575.
+    assert drives_gpu(V100, 384) and drives_gpu(V100, 580)
+    assert not drives_gpu(V100, 383) and not drives_gpu(V100, 581)
+    assert drives_gpu(RTX_PRO, 575) and not drives_gpu(RTX_PRO, 570)
+
+
+def test_capacity_reports_every_shortfall():
+    instance = CAT.instance_type("ml.g5.12xlarge")  # 4 GPUs
+    fine = ComponentDemand(name="a", accelerators=2, memory_mb=1000, copies=2)
+    assert check_capacity(instance, 1, [fine]) == []
+    too_wide = ComponentDemand(name="b", accelerators=8, memory_mb=10**9, copies=1)
+    findings = check_capacity(instance, 1, [too_wide])
+    assert [f.field for f in findings] == ["copy_count"] * 3
+    assert "needs 8 GPUs per copy" in findings[0].message and "host memory" in findings[1].message
+    assert "need 8 GPUs" in findings[2].message and "offer 4" in findings[2].message
+
+
+def test_rule_registry_refuses_a_code_twice():
+    registered = {r.code: r for r in all_rules()}
+    assert (
+        registered["SI300"].name == "model-fits-gpu-memory" and registered["SI300"].severity is Severity.ERROR
+    )
+    with pytest.raises(ValueError, match="SI300 registered twice"):
+        rule(code="SI300", name="x", severity=Severity.ERROR, title="t", rationale="r")(lambda d: [])
+
+
+def test_draft_names_and_paths():
+    assert (
+        near_catalog_draft("RedHatAI/Qwen3-32B-speculatr.eagl3") == "RedHatAI/Qwen3-32B-speculator.eagle3"
+    )  # two edits
+    assert is_local_path("/opt/ml/model/draft") and is_local_path("s3://b/draft") and is_local_path("./d")
+    assert not is_local_path("RedHatAI/Qwen3-32B-speculator.eagle3")
+    local = _findings({"speculative": {"model": "/opt/ml/additional-model-data-sources/draft"}})
+    assert not {"SI410", "SI411"} & {f.code for f in local}
+    ngram = _findings({"speculative": {"method": "ngram", "model": None, "prompt_lookup_max": 4}})
+    assert not {"SI409", "SI410", "SI411", "SI301"} & {f.code for f in ngram}
+
+
+def test_shape_mismatch_names_both_shapes_and_the_right_drafts():
+    si407, vocab = [
+        f
+        for f in _findings({"speculative": {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}})
+        if f.code == "SI407"
+    ]
+    assert vocab.message.endswith(
+        "vocabulary size 128256) cannot load against Qwen/Qwen3-32B (vocabulary size 151936)"
+    )
+    assert si407.message == (
+        "draft 'yuhuili/EAGLE3-LLaMA3.1-Instruct-8B' (built for meta-llama/Llama-3.1-8B-Instruct, hidden size "
+        "4096) cannot load against Qwen/Qwen3-32B (hidden size 5120)"
+    )
+    assert si407.fix == (
+        "use a draft trained for Qwen/Qwen3-32B: RedHatAI/Qwen3-32B-speculator.eagle3; or train one "
+        "(EagleOptimizationJob)"
+    )
+    oss = _findings(
+        {
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+        }
+    )
+    assert [f.message.split("(")[-1] for f in oss if f.code == "SI407"] == [
+        "hidden size 2880)",
+        "vocabulary size 201088)",
+    ]
+
+
+def test_dynamic_reference_is_not_plaintext():
+    env = {"HF_TOKEN": "{{resolve:secretsmanager:prod/hf:SecretString:::}}"}
+    assert "SI530" not in {f.code for f in _findings({"environment": env})}
+    assert "SI530" in {
+        f.code for f in _findings({"environment": {"HUGGING_FACE_HUB_TOKEN": "{{RESOLVE:x}}"}})
+    }
+
+
+def test_messages_name_the_releases():
+    [si402] = [f for f in _findings({"speculative": {"parallel_drafting": True}}) if f.code == "SI402"]
+    assert si402.message == "parallel_drafting (P-EAGLE) needs vLLM >= 0.16.0; the container has vLLM 0.15.1"
+    [si500] = [
+        f
+        for f in _findings({"container": {"version": "0.27.1"}, "engine": {"enable_prefix_cach": True}})
+        if f.code == "SI500"
+    ]
+    assert "enable_prefix_caching" in si500.message
+
+
+def test_memory_message_in_gib():
+    spec = {
+        "instance_type": "ml.g5.xlarge",
+        "container": {"version": "0.11.0"},
+        "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
+        "speculative": None,
+        "hf_token_secret": "t",
+        "engine": {"max_model_len": 131072},
+    }
+    [si300] = [f for f in _findings(spec) if f.code == "SI300"]
+    # 8.03e9 x 2 bytes = 14.96 GiB; 131072 tokens x 2 x 32 layers x 8 heads x 128 x 2 bytes = 16 GiB
+    assert "weights 15.0 GiB" in si300.message and "KV cache 16.0 GiB for 131072 tokens" in si300.message
+    assert "0.9 x 22.5 GiB A10G" in si300.message

@@ -1,0 +1,134 @@
+"""The memory model's arithmetic on hand-computed cases: exact numbers, every branch."""
+
+from __future__ import annotations
+
+import pytest
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.rules.draft_structure import edit_distance, near_catalog_draft
+from speculative_infra.sizing import MIB, MemoryPlan, estimated_draft_mib, kv_heads_per_gpu, weights_mib
+
+CAT = load_catalog()
+
+
+def plan(free_bytes: float, full: int = 2, window_layers: int = 2, window: int = 100) -> MemoryPlan:
+    """1 KiB per token per layer; `free_bytes` of KV cache."""
+    return MemoryPlan(
+        budget_mib=free_bytes / MIB,
+        weights_mib=0,
+        draft_mib=0,
+        draft_estimated=False,
+        overhead_mib=0,
+        token_bytes_per_layer=1024,
+        full_layers=full,
+        window_layers=window_layers,
+        window=window,
+    )
+
+
+@pytest.mark.parametrize(
+    ("free", "expected"),
+    [
+        (0, 0),
+        (-5 * MIB, 0),
+        (1024 * 4 * 50, 50),  # shorter than the window: every layer holds every token
+        (1024 * 4 * 50 + 4095, 50),
+        (1024 * 4 * 100, 100),  # exactly the window
+        (1024 * (2 * 300 + 2 * 100), 300),  # beyond the window: sliding layers stop growing
+        (1024 * (2 * 300 + 2 * 100) - 1, 299),
+    ],
+)
+def test_max_tokens_with_sliding_window(free, expected):
+    assert plan(free).max_tokens() == expected
+    if expected:
+        assert plan(free).fits(expected) and not plan(free).fits(expected + 1)
+
+
+def test_max_tokens_without_sliding_window():
+    assert plan(1024 * 3 * 1000, full=3, window_layers=0, window=0).max_tokens() == 1000
+    assert plan(1024 * 3 * 1000 - 1, full=3, window_layers=0, window=0).max_tokens() == 999
+
+
+def test_only_sliding_layers_fit_any_length_once_the_window_does():
+    assert plan(1024 * 2 * 100, full=0).max_tokens() == 2**31 - 1
+    assert plan(1024 * 2 * 50, full=0).max_tokens() == 50
+
+
+def test_kv_for_a_sequence():
+    p = plan(0)
+    assert p.kv_mib(50) == pytest.approx(1024 * 4 * 50 / MIB)
+    assert p.kv_mib(1000) == pytest.approx(1024 * (2 * 1000 + 2 * 100) / MIB)
+
+
+def test_cache_tokens_counts_every_layer_in_full():
+    assert plan(1024 * 4 * 1000).cache_tokens() == 1000
+    assert plan(0).cache_tokens(1024 * 4 * 1000 / MIB) == 1000
+    assert plan(-1.0).cache_tokens() == 0
+
+
+def test_available_kv_cache_subtracts_every_term():
+    p = MemoryPlan(
+        budget_mib=100,
+        weights_mib=40,
+        draft_mib=5,
+        draft_estimated=False,
+        overhead_mib=7,
+        token_bytes_per_layer=1,
+        full_layers=1,
+        window_layers=0,
+        window=0,
+    )
+    assert p.kv_available_mib == 48
+    assert not MemoryPlan(**{**p.__dict__, "weights_mib": 101}).fits(1)
+
+
+def test_kv_heads_per_gpu():
+    llama = CAT.model("meta-llama/Llama-3.3-70B-Instruct")  # 8 KV heads
+    assert [kv_heads_per_gpu(llama, tp) for tp in (1, 2, 4, 8, 16)] == [8, 4, 2, 1, 1]
+
+
+def test_weights_per_dtype_and_quantization():
+    qwen = CAT.model("Qwen/Qwen3-8B")
+    assert weights_mib(qwen, 2) == pytest.approx(8.19e9 * 2 / MIB)
+    assert weights_mib(qwen, 4) == pytest.approx(8.19e9 * 4 / MIB)
+    fp8 = qwen.model_copy(update={"quantization": "fp8"})
+    assert weights_mib(fp8, 2) == pytest.approx(8.19e9 / MIB)
+    awq = qwen.model_copy(update={"quantization": "awq", "quantized_parameters_billion": 7.0})
+    assert weights_mib(awq, 2) == pytest.approx((7e9 * 4.25 / 8 + 1.19e9 * 2) / MIB)
+
+
+def test_draft_estimates_against_known_heads():
+    # P-EAGLE for gpt-oss-20b: 4 layers, ~3.6 GB reported; the estimate is within 10%.
+    p_eagle = estimated_draft_mib(CAT.model("openai/gpt-oss-20b"), parallel_drafting=True) * MIB / 1e9
+    assert p_eagle == pytest.approx(3.6, rel=0.1)
+    # The Qwen3-32B EAGLE3 head weighs 1.56 GB (3.12 GB with its embedding); the estimate errs high.
+    eagle3 = estimated_draft_mib(CAT.model("Qwen/Qwen3-32B"), parallel_drafting=False) * MIB / 1e9
+    assert 3.12 <= eagle3 <= 1.5 * 3.12
+    # by hand: 16 h^2 per layer + 3 h^2 + 2 h V, 16-bit
+    h, v = 5120, 151936
+    assert eagle3 == pytest.approx((16 * h * h + 3 * h * h + 2 * h * v) * 2 / 1e9)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "distance"),
+    [
+        ("", "", 0),
+        ("abc", "abc", 0),
+        ("abc", "", 3),
+        ("", "ab", 2),
+        ("kitten", "sitting", 3),
+        ("ab", "ba", 2),
+        ("speculatr", "speculator", 1),
+        ("Qwen3-8B", "Qwen3-4B", 1),
+        ("flaw", "lawn", 2),
+    ],
+)
+def test_edit_distance(a, b, distance):
+    assert edit_distance(a, b) == distance == edit_distance(b, a)
+
+
+def test_near_catalog_draft():
+    assert near_catalog_draft("RedHatAI/Qwen3-32B-speculatr.eagle3") == "RedHatAI/Qwen3-32B-speculator.eagle3"
+    assert near_catalog_draft("RedHatAI/Qwen3-32B-speculator.eagle3") is None  # itself: not a typo
+    assert near_catalog_draft("RedHatAI/Qwen3-235B-A22B-speculator.eagle3") is None  # a real sibling
+    assert near_catalog_draft("RedHatAI/Qwen3-32B-speculatoooor.eagle3") is None  # three edits
