@@ -14,7 +14,7 @@ from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
 from speculative_infra.host_fit import choose_host
-from speculative_infra.sizing import memory_plan
+from speculative_infra.sizing import MemoryPlan, memory_plan
 from speculative_infra.spec import DeploymentSpec
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
@@ -53,6 +53,36 @@ class ResolvedDeployment(BaseModel):
     def tensor_parallel_size(self) -> int:
         return int(self.engine.get("tensor_parallel_size", 1))
 
+    def memory_plan(self) -> MemoryPlan | None:
+        """One GPU's memory under vLLM (sizing.memory_plan); None while the instance or model is unknown."""
+        if self.instance is None or self.model is None:
+            return None
+        return memory_plan(
+            model=self.model,
+            draft=self.draft,
+            speculative=self.speculative,
+            engine=self.engine,
+            gpu_name=self.instance.gpu_name,
+            gpu_memory_mib=self.instance.gpu.memory_mib,
+            tensor_parallel_size=min(self.tensor_parallel_size, self.instance.gpu_count),
+            vllm_version=self.container.vllm_version if self.container is not None else None,
+            overheads=load_catalog().vllm.memory_overheads,
+        )
+
+    def _memory_summary(self) -> dict[str, Any] | None:
+        plan = self.memory_plan()
+        if plan is None:
+            return None
+        return {
+            "per_gpu_budget_gib": round(plan.budget_mib / 1024, 2),
+            "weights_gib": round(plan.weights_mib / 1024, 2),
+            "draft_gib": round(plan.draft_mib / 1024, 2),
+            "draft_estimated": plan.draft_estimated,
+            "vllm_overheads_gib": round(plan.overhead_mib / 1024, 2),
+            "kv_cache_gib": round(plan.kv_available_mib / 1024, 2),
+            "longest_sequence_that_fits": plan.max_tokens(),
+        }
+
     def summary(self) -> dict[str, Any]:
         """What `check` prints as the resolved deployment (JSON-safe)."""
         inst = self.instance
@@ -85,6 +115,7 @@ class ResolvedDeployment(BaseModel):
             },
             "engine": self.engine,
             "speculative": self.speculative,
+            "memory": self._memory_summary(),
             "defaults": self.defaults,
         }
 

@@ -4,29 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.registry import rule
-from speculative_infra.sizing import MIB, MemoryPlan, memory_plan
-
-
-def plan_for(d: ResolvedDeployment) -> MemoryPlan | None:
-    """The memory plan of a deployment; None while the instance or the model is unknown."""
-    if d.instance is None or d.model is None:
-        return None
-    return memory_plan(
-        model=d.model,
-        draft=d.draft,
-        speculative=d.speculative,
-        engine=d.engine,
-        gpu_name=d.instance.gpu_name,
-        gpu_memory_mib=d.instance.gpu.memory_mib,
-        tensor_parallel_size=min(d.tensor_parallel_size, d.instance.gpu_count),
-        vllm_version=d.container.vllm_version if d.container is not None else None,
-        overheads=load_catalog().vllm.memory_overheads,
-    )
+from speculative_infra.sizing import MIB
 
 
 def _gib(mib: float) -> str:
@@ -42,7 +24,7 @@ def _gib(mib: float) -> str:
     "graphs cannot hold one sequence of max_model_len tokens.",
 )
 def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
-    plan = plan_for(d)
+    plan = d.memory_plan()
     if plan is None or d.instance is None or "max_model_len" not in d.engine:
         return
     tokens = int(d.engine["max_model_len"])
@@ -84,7 +66,7 @@ def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
     rationale="The memory check estimates the size of drafts with no known size, from the target's shape.",
 )
 def draft_size_known(d: ResolvedDeployment) -> Iterator[Violation]:
-    plan = plan_for(d)
+    plan = d.memory_plan()
     if plan is not None and plan.draft_estimated and d.speculative:
         name = d.speculative.get("model")
         yield Violation(
