@@ -153,3 +153,12 @@ def test_memory_message_in_gib():
     # 8.03e9 x 2 bytes = 14.96 GiB; 131072 tokens x 2 x 32 layers x 8 heads x 128 x 2 bytes = 16 GiB
     assert "weights 15.0 GiB" in si300.message and "KV cache 16.0 GiB for 131072 tokens" in si300.message
     assert "0.9 x 22.5 GiB A10G" in si300.message
+
+
+def test_engine_arg_from_one_release_names_that_release():
+    [si500] = [f for f in _findings({"engine": {"monokernel": True}}) if f.code == "SI500"]
+    assert si500.message == "engine.monokernel is not a flag of vLLM 0.15.1; it exists in vLLM 0.33.0"
+
+
+def test_parent_relative_draft_path_is_local():
+    assert is_local_path("../drafts/head")
