@@ -133,7 +133,7 @@ def mtp_needs_mtp_layers(d: ResolvedDeployment) -> Iterator[Violation]:
         yield Violation(
             message=f"speculative.method is {method!r} but {d.model_id} has no multi-token-prediction layers "
             "(its config.json sets no num_nextn_predict_layers)",
-            fix=f"use an EAGLE3 draft ({_draft_fix(d)}), or ngram",
+            fix=f"drop method mtp: {_draft_fix(d)}; or use method ngram",
             field="speculative.method",
         )
 
