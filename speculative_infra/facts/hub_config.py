@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from speculative_infra.catalog.models import Draft, ModelFacts
 from speculative_infra.sizing import dtype_bytes
 
-# The config keys vLLM reads for the number of multi-token-prediction layers (DeepSeek-V3, GLM-4.5,
-# MiMo, ERNIE use num_nextn_predict_layers; Qwen3-Next uses mtp_num_hidden_layers).
-_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "n_predict")
+# Config keys holding the number of multi-token-prediction layers: num_nextn_predict_layers (DeepSeek-V3,
+# GLM-4.5, MiMo, ERNIE; what vLLM's SpeculativeConfig reads) and mtp_num_hidden_layers (Qwen3-Next's
+# config). Absent: no MTP layers.
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 _QUANTIZATIONS = {"mxfp4", "fp8", "awq", "gptq"}
 _DTYPES = ("bfloat16", "float16", "float32")
 
@@ -136,6 +137,23 @@ def facts_from_config(
     gated: bool | None = None,
 ) -> FetchedFacts:
     source = f"{origin} (config.json at revision {revision}, read by `speculative-infra facts fetch`)"
+    try:
+        return _facts(config, repo_id, revision, origin, source, weights_bytes, parameters, gated)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise ConfigError(f"{repo_id}: config.json gives facts the checks cannot use ({problems})") from None
+
+
+def _facts(
+    config: dict[str, Any],
+    repo_id: str,
+    revision: str,
+    origin: str,
+    source: str,
+    weights_bytes: int | None,
+    parameters: int | None,
+    gated: bool | None,
+) -> FetchedFacts:
     if _is_draft(config):
         draft = draft_facts_from_config(config, source=source, weights_bytes=weights_bytes)
         return FetchedFacts(repo_id=repo_id, revision=revision, origin=origin, kind="draft", draft=draft)

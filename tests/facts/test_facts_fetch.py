@@ -182,3 +182,21 @@ def test_constructs_read_fetched_facts_from_the_cdk_context(run_cli, hub, tmp_pa
         endpoint("acme/Qwen3-4B-head.eagle3", context)
     unfetched = endpoint("acme/Qwen3-32B-head.eagle3", {})
     assert unfetched.resolved.draft is None  # without the context the draft is unknown (SI411 warns)
+
+
+def test_config_facts_of_a_model():
+    from speculative_infra.facts import facts_from_config
+
+    config = {**GATED_MODEL, "num_nextn_predict_layers": 1, "quantization_config": {"quant_method": "fp8"}}
+    facts = facts_from_config(config, repo_id="a/b", revision="r", origin="o", weights_bytes=3_000_000_000)
+    m = facts.model
+    assert facts.kind == "model" and m is not None
+    assert (m.mtp_layers, m.quantization, m.vocab_size, m.head_dim, m.gated) == (1, "fp8", 128256, 128, None)
+    assert m.parameters_billion == pytest.approx(1.5)  # 3 GB of bfloat16 weights
+    no_mtp = facts_from_config(GATED_MODEL, repo_id="a/b", revision="r", origin="o", weights_bytes=2 * 10**9)
+    assert no_mtp.model is not None and no_mtp.model.mtp_layers == 0
+    with pytest.raises(ValueError, match="parameters_billion"):  # 1 byte of weights: no parameters
+        facts_from_config(GATED_MODEL, repo_id="a/b", revision="r", origin="o", weights_bytes=1)
+    multimodal = {"architectures": ["X"], "text_config": {**GATED_MODEL, "architectures": ["T"]}}
+    mm = facts_from_config(multimodal, repo_id="a/b", revision="r", origin="o", parameters=10**9)
+    assert mm.model is not None and mm.model.num_hidden_layers == 28
