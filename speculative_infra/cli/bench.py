@@ -37,8 +37,8 @@ _EPILOG = """\
 outputs: --output results.json also writes results.csv (one row per level) and
 results.requests.jsonl (one line per request), rewritten after every level.
 exit status: 0 all requests succeeded; 1 some requests failed; 2 bad arguments;
-3 the benchmark could not run (no region, unreachable target, every request failing);
-130 interrupted (what was measured is kept)."""
+3 the benchmark could not run (no region, unreachable target, every request of a level failing);
+130 interrupted (what was measured is kept). docs/benchmarking.md explains the metrics and options."""
 
 # Which option a config field comes from, to name it in error messages.
 _OPTION_FOR_FIELD = {
@@ -423,6 +423,11 @@ def _outcome(result: BenchmarkResult, paths: OutputPaths) -> tuple[int, str]:
         return EXIT_INTERRUPTED, f"interrupted: partial {where}"
     summary = ", ".join(f"{n} {name}" for name, n in sorted(classes.items()))
     budget = " (time budget reached)" if result.status == "partial" else ""
+    dead = [level.concurrency for level in result.levels if level.failed and not level.completed]
+    if dead:
+        # Nothing was measured at these levels: the target is unreachable or refuses every request.
+        levels = ", ".join(map(str, dead))
+        return EXIT_NOT_RUN, f"error: every request failed at concurrency {levels} ({summary}); {where}"
     if failed:
         return EXIT_REQUEST_FAILURES, f"warning: {failed} requests failed ({summary}){budget}; {where}"
     return EXIT_OK, f"done{budget}: {len(result.levels)} levels; {where}"

@@ -19,7 +19,16 @@ EXIT_INVALID = 2
 
 
 def add_check_command(subparsers: Any) -> None:
-    parser = subparsers.add_parser("check", help="check a deployment spec against the catalog and rules")
+    parser = subparsers.add_parser(
+        "check",
+        help="check a deployment spec against the catalog and rules",
+        description="Resolve a deployment spec (YAML, at most 1 MiB of UTF-8) against the catalog and run "
+        "every compatibility rule.",
+        epilog="exit status: 0 deployable (warnings allowed); 1 errors found; 2 the spec cannot be read or is "
+        "invalid (not UTF-8, too large, YAML or schema errors).\n"
+        "spec format: docs/spec.md; rule codes: docs/rules.md (in the project's repository).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("spec", help="path to a deployment spec (YAML)")
     parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (default: text)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from speculative_infra.catalog.vllm_release import available_vllm_versions, load_vllm_release
@@ -116,9 +117,14 @@ def speculative_keys_known(d: ResolvedDeployment) -> Iterator[Violation]:
         effect = "silently drops it" if facts.unknown_keys == "dropped" else "refuses to start"
         known_in = [v for v in available_vllm_versions() if key in load_vllm_release(v).speculative.fields]
         where = f"; it exists in vLLM {known_in[0]} to {known_in[-1]}" if known_in else ""
+        close = difflib.get_close_matches(key, facts.fields, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         yield Violation(
-            message=f"speculative.{key} is not a SpeculativeConfig field of vLLM {version}, which {effect}{where}",
-            fix="remove or rename the key (fields: " + ", ".join(sorted(facts.fields)) + ")",
+            message=f"speculative.{key} is not a SpeculativeConfig field of vLLM {version}, which {effect}"
+            f"{where}{hint}",
+            fix=f"rename it to {close[0]}"
+            if close
+            else "remove or rename the key (fields: " + ", ".join(sorted(facts.fields)) + ")",
             field=f"speculative.{key}",
         )
 

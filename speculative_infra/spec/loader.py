@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from speculative_infra.spec.models import DeploymentSpec
+
+# A spec is a page of YAML; a file this large is a mistake (a model file, a log), not a spec.
+MAX_SPEC_BYTES = 1024 * 1024
 
 
 class SpecError(ValueError):
@@ -31,6 +36,44 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return path
 
 
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The spec model that holds the field at `loc` (None inside free-form mappings)."""
+    model: type[BaseModel] = DeploymentSpec
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        inner = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type)]
+        inner += [
+            a
+            for arg in typing.get_args(field.annotation)
+            for a in typing.get_args(arg)
+            if isinstance(a, type)
+        ]
+        nested = next((a for a in inner if issubclass(a, BaseModel)), None)
+        if nested is None:
+            return None
+        model = nested
+    return model
+
+
+def _reason(e: Any) -> str:
+    loc = tuple(e["loc"])
+    if e["type"] == "extra_forbidden":
+        model = _model_at(loc)
+        close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1)
+        return f"unknown field; did you mean {close[0]!r}?" if close else "unknown field"
+    reason = e["msg"]
+    if "input" in e and e["type"] != "missing":
+        reason = f"{reason} (got {e['input']!r})"
+    if e["type"] == "string_type" and isinstance(e.get("input"), float) and str(loc[-1]).endswith("version"):
+        # YAML reads `version: 0.16` as the number 0.16 (and 0.10 as 0.1): a version must be quoted.
+        reason += '; quote it in YAML, e.g. version: "0.16.0"'
+    return reason
+
+
 def parse_spec(data: DeploymentSpec | Mapping[str, Any], source: str = "spec") -> DeploymentSpec:
     if isinstance(data, DeploymentSpec):
         return data
@@ -39,14 +82,7 @@ def parse_spec(data: DeploymentSpec | Mapping[str, Any], source: str = "spec") -
     try:
         return DeploymentSpec.model_validate(dict(data))
     except ValidationError as err:
-        problems = []
-        for e in err.errors():
-            reason = e["msg"]
-            if e["type"] == "extra_forbidden":
-                reason = "unknown field"
-            elif "input" in e and e["type"] != "missing":
-                reason = f"{reason} (got {e['input']!r})"
-            problems.append((_field_path(e["loc"]), reason))
+        problems = [(_field_path(e["loc"]), _reason(e)) for e in err.errors()]
         raise SpecError(problems, source) from None
 
 
@@ -54,9 +90,32 @@ def load_spec(path: str | Path) -> DeploymentSpec:
     """Load a YAML spec file. Raises SpecError (never a bare YAML or pydantic error)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        size = p.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise SpecError(
+                [
+                    (
+                        "",
+                        f"the file is {size} bytes; allowed: a spec of at most {MAX_SPEC_BYTES} bytes (1 MiB)",
+                    )
+                ],
+                str(p),
+            )
+        raw = p.read_bytes()
     except OSError as err:
         raise SpecError([("", f"cannot read file: {err.strerror or err}")], str(p)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SpecError(
+            [
+                (
+                    "",
+                    f"not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); save the spec as UTF-8",
+                )
+            ],
+            str(p),
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:

@@ -269,3 +269,14 @@ def test_unknown_price_names_the_argument(tmp_path: Path, capsys: pytest.Capture
     )
     assert code == 2
     assert "argument --instance-type" in capsys.readouterr().err
+
+
+def test_unreachable_with_few_requests_still_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Two requests are too few to abort the level, but a level where every request failed measured nothing.
+    out = tmp_path / "r.json"
+    argv = ["bench", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--requests-per-level", "2"]
+    assert main([*argv, "--warmup", "0", "--output", str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: every request failed at concurrency 1") and "connection_error" in err
