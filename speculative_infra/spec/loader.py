@@ -65,7 +65,7 @@ def _reason(e: Any) -> str:
         model = _model_at(loc)
         close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1)
         return f"unknown field; did you mean {close[0]!r}?" if close else "unknown field"
-    reason = e["msg"]
+    reason = str(e["msg"])
     if "input" in e and e["type"] != "missing":
         reason = f"{reason} (got {e['input']!r})"
     if e["type"] == "string_type" and isinstance(e.get("input"), float) and str(loc[-1]).endswith("version"):
