@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
+from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.host_fit import choose_host
 from speculative_infra.sizing import MemoryPlan, memory_plan
 from speculative_infra.spec import DeploymentSpec
@@ -69,6 +70,14 @@ class ResolvedDeployment(BaseModel):
             overheads=load_catalog().vllm.memory_overheads,
         )
 
+    def cost(self) -> CostEstimate:
+        """On-demand cost at the scaling bounds (instances; an LMI spec's instance count)."""
+        spec = self.spec
+        low = high = spec.instance_count
+        if spec.scaling is not None and spec.container.framework == "vllm":
+            low, high = spec.scaling.min_capacity, spec.scaling.max_capacity
+        return estimate_cost(spec.instance_type, self.region, low, high)
+
     def _memory_summary(self) -> dict[str, Any] | None:
         plan = self.memory_plan()
         if plan is None:
@@ -116,6 +125,7 @@ class ResolvedDeployment(BaseModel):
             "engine": self.engine,
             "speculative": self.speculative,
             "memory": self._memory_summary(),
+            "cost": self.cost().as_dict(),
             "defaults": self.defaults,
         }
 

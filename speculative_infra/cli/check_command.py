@@ -76,12 +76,14 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
 def format_text(result: CheckResult) -> str:
     summary = result.deployment.summary()
     defaults = summary.pop("defaults")
+    summary.pop("cost")  # one line below
     lines = ["Resolved deployment", render_table(["field", "value"], _flatten("", summary), max_width=80), ""]
     host = result.deployment.host
     if host is not None:
         name = host.inference_ami_version or "SageMaker's default host image"
         driver = "driver not documented" if host.driver is None else f"driver {host.driver}"
         lines += [f"Host assumed: {name} ({driver}): {host.reason}", ""]
+    lines += [f"Cost: {result.deployment.cost().summary()}", ""]
     if defaults:
         lines += ["Defaults applied", *(f"  - {d}" for d in defaults), ""]
     if result.findings:

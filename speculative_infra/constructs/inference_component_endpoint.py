@@ -14,7 +14,10 @@ from constructs import Construct
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import InstanceType
 from speculative_infra.constructs.execution_role import create_execution_role
+from speculative_infra.constructs.image import stack_region
 from speculative_infra.constructs.policies import grant_invoke
+from speculative_infra.constructs.props import publish_cost
+from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.capacity import check_capacity
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
@@ -117,6 +120,10 @@ class InferenceComponentEndpoint(Construct):
         self.endpoint_name: str = self.endpoint.attr_endpoint_name
         self.endpoint_arn: str = self.endpoint.ref
         self.endpoint_config_name: str = self.endpoint_config.attr_endpoint_config_name
+        self.cost: CostEstimate = estimate_cost(
+            instance_type, stack_region(self), min_instance_count, maximum
+        )
+        publish_cost(self, self.cost)
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Duration
+from aws_cdk import Annotations, CfnOutput, Duration
 from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
 from pydantic import BaseModel
 
+from speculative_infra.cost import CostEstimate
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.sizing import dtype_bytes, weights_mib
 
@@ -51,3 +53,14 @@ def secret_id(secret: secretsmanager.ISecret | None) -> str | None:
     if secret is None:
         return None
     return secret.secret_full_arn or secret.secret_name
+
+
+def publish_cost(scope: Construct, estimate: CostEstimate) -> None:
+    """The on-demand cost as a synth-time annotation and a stack output (`cdk deploy` prints it)."""
+    Annotations.of(scope).add_info(estimate.summary())
+    low, high = estimate.hourly(estimate.min_instances), estimate.hourly(estimate.max_instances)
+    if low is None or high is None:
+        value = "unknown"
+    else:
+        value = f"{low:.2f}" if low == high else f"{low:.2f}-{high:.2f}"
+    CfnOutput(scope, "OnDemandUsdPerHour", value=value, description=estimate.summary()[:1000])

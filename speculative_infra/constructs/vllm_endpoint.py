@@ -24,9 +24,16 @@ from speculative_infra.constructs.image import image_uri, repository_arn, stack_
 from speculative_infra.constructs.metrics import EndpointMetrics
 from speculative_infra.constructs.network import model_vpc_config
 from speculative_infra.constructs.policies import grant_invoke
-from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
+from speculative_infra.constructs.props import (
+    as_mapping,
+    default_timeouts,
+    publish_cost,
+    secret_id,
+    timeout_seconds,
+)
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
+from speculative_infra.cost import CostEstimate
 from speculative_infra.render import render_environment
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
@@ -371,6 +378,8 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
                     spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))
                 ),
             )
+        self.cost: CostEstimate = self.resolved.cost()
+        publish_cost(self, self.cost)
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
 
