@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aws_cdk import Aws
-
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
@@ -20,6 +18,8 @@ class S3Location:
         return f"s3://{self.bucket}/{self.key}"
 
     def bucket_arn(self) -> str:
+        from aws_cdk import Aws  # here: parsing a URI (the CLI's preflight) must not start jsii
+
         return f"arn:{Aws.PARTITION}:s3:::{self.bucket}"
 
     def key_prefix_pattern(self) -> str:

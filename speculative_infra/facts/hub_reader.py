@@ -22,7 +22,15 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
 
 
 class FactsFetchError(Exception):
-    """The repository could not be read, or its config lacks what the rules need."""
+    """The repository could not be read, or its config lacks what the rules need.
+
+    kind: "access" (401/403: gated or private), "not_found", "network", "answer" (not JSON, other HTTP
+    errors) or "config" (read, but without the facts the checks need).
+    """
+
+    def __init__(self, message: str, kind: str = "answer") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def _weights_bytes(sizes: dict[str, int]) -> int | None:
@@ -46,12 +54,14 @@ def _get_json(url: str, token: str | None, timeout: float) -> Any:
             hint = "the repository is gated or private: set HF_TOKEN to a token that has access"
             if token:
                 hint = "the token has no access: accept the model's licence on its Hub page with that account"
-            raise FactsFetchError(f"{url}: HTTP {err.code}; {hint}") from None
+            raise FactsFetchError(f"{url}: HTTP {err.code}; {hint}", "access") from None
         if err.code == 404:
-            raise FactsFetchError(f"{url}: HTTP 404; check the repository id and revision") from None
+            raise FactsFetchError(
+                f"{url}: HTTP 404; check the repository id and revision", "not_found"
+            ) from None
         raise FactsFetchError(f"{url}: HTTP {err.code} {err.reason}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as err:
-        raise FactsFetchError(f"{url}: cannot connect ({err})") from None
+        raise FactsFetchError(f"{url}: cannot connect ({err})", "network") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise FactsFetchError(f"{url}: the answer is not JSON ({err})") from None
 
@@ -89,7 +99,7 @@ def read_hub_repository(
             gated=None if gated is None else gated is not False,  # False, "auto" or "manual"
         )
     except ConfigError as err:
-        raise FactsFetchError(str(err)) from None
+        raise FactsFetchError(str(err), "config") from None
 
 
 def read_local_folder(folder: Path, repo_id: str, *, gated: bool | None = None) -> FetchedFacts:
@@ -112,4 +122,4 @@ def read_local_folder(folder: Path, repo_id: str, *, gated: bool | None = None) 
             gated=gated,
         )
     except ConfigError as err:
-        raise FactsFetchError(str(err)) from None
+        raise FactsFetchError(str(err), "config") from None
