@@ -11,9 +11,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from speculative_infra.facts import FactsFetchError, read_hub_repository
+from speculative_infra.preflight.targets import Target
 from speculative_infra.rules.finding import Finding, Severity
 from speculative_infra.s3_uri import parse_s3_uri
-from speculative_infra.spec import DeploymentSpec
 
 CHECKS: dict[str, tuple[Severity, str]] = {
     "PF100": (Severity.ERROR, "The account's instance quota covers the deployment at maximum capacity"),
@@ -37,10 +37,10 @@ class AwsClients:
 
 @dataclass(frozen=True)
 class PreflightInputs:
-    spec: DeploymentSpec
+    target: Target  # one region's instances, models and S3 data
     region: str
     role_arn: str | None = None
-    s3_uris: list[str] = field(default_factory=list)
+    s3_uris: list[str] = field(default_factory=list)  # more S3 data to check (the command's --s3-uri)
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
 
@@ -55,13 +55,6 @@ def _call_failed(what: str, err: Exception) -> Finding:
     return _finding("PF190", f"could not {what}: {detail}", "check the credentials' permissions and retry")
 
 
-def needed_instances(spec: DeploymentSpec) -> int:
-    """Instances the deployment can reach: the scaling maximum for a vLLM endpoint, else the count."""
-    if spec.scaling is not None and spec.container.framework == "vllm":
-        return max(spec.instance_count, spec.scaling.max_capacity)
-    return spec.instance_count
-
-
 def _quotas(client: Any) -> Iterator[dict[str, Any]]:
     token = None
     while True:
@@ -73,35 +66,42 @@ def _quotas(client: Any) -> Iterator[dict[str, Any]]:
 
 
 def check_quota(clients: AwsClients, inputs: PreflightInputs) -> list[Finding]:
-    instance_type = inputs.spec.instance_type
-    name = f"{instance_type} for endpoint usage"
+    if not inputs.target.instances:
+        return []
     try:
-        quota = next((q for q in _quotas(clients.service_quotas) if q.get("QuotaName") == name), None)
+        quotas = {q.get("QuotaName"): q for q in _quotas(clients.service_quotas)}
     except (ClientError, BotoCoreError) as err:
         return [_call_failed("read the SageMaker quotas (servicequotas:ListServiceQuotas)", err)]
-    if quota is None:
-        return [
-            _finding(
-                "PF101",
-                f"{inputs.region} has no quota named {name!r}: SageMaker does not offer {instance_type} for "
-                "hosting there",
-                "choose another region or instance type (`speculative-infra check` lists the rules it must pass)",
-                "instance_type",
+    findings = []
+    for instance_type, needed in sorted(inputs.target.instances.items()):
+        name = f"{instance_type} for endpoint usage"
+        quota = quotas.get(name)
+        if quota is None:
+            findings.append(
+                _finding(
+                    "PF101",
+                    f"{inputs.region} has no quota named {name!r}: SageMaker does not offer {instance_type} "
+                    "for hosting there",
+                    "choose another region or instance type (`speculative-infra check` lists the rules it must "
+                    "pass)",
+                    "instance_type",
+                )
             )
-        ]
-    value, needed = int(quota.get("Value", 0)), needed_instances(inputs.spec)
-    if value >= needed:
-        return []
-    return [
-        _finding(
-            "PF100",
-            f"the account's quota {name!r} in {inputs.region} is {value} instance(s); the deployment needs "
-            f"{needed} at maximum capacity",
-            "request an increase: aws service-quotas request-service-quota-increase --service-code sagemaker "
-            f"--quota-code {quota.get('QuotaCode')} --desired-value {needed} --region {inputs.region}",
-            "instance_type",
-        )
-    ]
+            continue
+        value = int(quota.get("Value", 0))
+        if value < needed:
+            findings.append(
+                _finding(
+                    "PF100",
+                    f"the account's quota {name!r} in {inputs.region} is {value} instance(s); the deployment "
+                    f"needs {needed} at maximum capacity",
+                    "request an increase: aws service-quotas request-service-quota-increase --service-code "
+                    f"sagemaker --quota-code {quota.get('QuotaCode')} --desired-value {needed} --region "
+                    f"{inputs.region}",
+                    "instance_type",
+                )
+            )
+    return findings
 
 
 def _allows_sagemaker(policy: Any) -> bool:
@@ -154,7 +154,7 @@ def check_role(clients: AwsClients, inputs: PreflightInputs) -> list[Finding]:
 
 def check_s3(clients: AwsClients, inputs: PreflightInputs) -> list[Finding]:
     findings = []
-    for uri in inputs.s3_uris:
+    for uri in dict.fromkeys([*inputs.target.s3_uris, *inputs.s3_uris]):  # in order, once each
         try:
             location = parse_s3_uri(uri, "s3_uri")
         except ValueError as err:
@@ -187,30 +187,30 @@ def check_s3(clients: AwsClients, inputs: PreflightInputs) -> list[Finding]:
 
 
 def check_hub(inputs: PreflightInputs, read: Callable[..., Any] = read_hub_repository) -> list[Finding]:
-    spec = inputs.spec
-    if spec.model.weights != "hub":
-        return []
-    try:
-        read(spec.model.id, endpoint=inputs.hf_endpoint, token=inputs.hf_token, timeout=15.0)
-    except FactsFetchError as err:
-        if err.kind == "config":
-            return []  # downloadable; its config's shape is check's business
-        if err.kind == "network":
-            return [
-                _finding(
-                    "PF190",
-                    f"could not reach the Hugging Face Hub: {err}",
-                    "retry from a network that reaches it",
+    findings = []
+    for model_id in inputs.target.hub_models:
+        try:
+            read(model_id, endpoint=inputs.hf_endpoint, token=inputs.hf_token, timeout=15.0)
+        except FactsFetchError as err:
+            if err.kind == "config":
+                continue  # downloadable; its config's shape is check's business
+            if err.kind == "network":
+                findings.append(
+                    _finding(
+                        "PF190",
+                        f"could not reach the Hugging Face Hub: {err}",
+                        "retry from a network that reaches it",
+                    )
                 )
-            ]
-        fix = (
-            "give the deployment a token with access (hf_token / hf_token_secret) and set HF_TOKEN to it "
-            "for this check"
-            if err.kind == "access"
-            else "check the model id"
-        )
-        return [_finding("PF130", f"{spec.model.id}: {err}", fix, "model.id")]
-    return []
+                continue
+            fix = (
+                "give the deployment a token with access (hf_token / hf_token_secret) and set HF_TOKEN to it "
+                "for this check"
+                if err.kind == "access"
+                else "check the model id"
+            )
+            findings.append(_finding("PF130", f"{model_id}: {err}", fix, "model.id"))
+    return findings
 
 
 def run_preflight(

@@ -104,7 +104,7 @@ def test_quota_covering_maximum_capacity_passes(stubs, run_cli, tmp_path):
         [_quota("ml.g6e.2xlarge for endpoint usage", 9)], [_quota("ml.g7e.2xlarge for endpoint usage", 3)]
     )
     code, result = _run(run_cli, tmp_path, SCALING)
-    assert code == 0 and result == {"ok": True, "region": "us-west-2", "findings": []}
+    assert code == 0 and result == {"ok": True, "regions": ["us-west-2"], "findings": []}
 
 
 def test_quota_below_maximum_capacity_is_an_error_with_the_request_command(stubs, run_cli, tmp_path):
@@ -257,3 +257,74 @@ def test_text_output(stubs, run_cli, tmp_path):
     path.write_text(yaml.safe_dump(REFERENCE_SPEC))
     code, out, _ = run_cli("preflight", str(path))
     assert code == 1 and "PF100" in out and "NOT READY in us-west-2: 1 error(s)" in out
+
+
+def _app(tmp_path, with_agnostic: bool = False):
+    import aws_cdk as cdk
+
+    from speculative_infra import LmiInferenceComponent, SpeculativeVllmEndpoint
+
+    app = cdk.App(outdir=str(tmp_path / "cdk.out"))
+    west = cdk.Stack(app, "West", env=cdk.Environment(region="us-west-2"))
+    common = {
+        "model_id": "Qwen/Qwen3-32B",
+        "instance_type": "ml.g7e.2xlarge",
+        "engine": {"max_model_len": 4096},
+    }
+    SpeculativeVllmEndpoint(west, "Scaled", **common, scaling={"min_capacity": 1, "max_capacity": 3})
+    SpeculativeVllmEndpoint(west, "Single", **common)
+    east = cdk.Stack(app, "East", env=cdk.Environment(region="us-east-1"))
+    LmiInferenceComponent(
+        east,
+        "Small",
+        instance_type="ml.g5.xlarge",
+        model_id="Qwen/Qwen3-8B",
+        scaling={"min_capacity": 0, "max_capacity": 2},
+    )
+    if with_agnostic:
+        SpeculativeVllmEndpoint(cdk.Stack(app, "Anywhere"), "E", **common)
+    app.synth()
+    return tmp_path / "cdk.out"
+
+
+def test_an_app_adds_up_its_stacks_per_region(stubs, run_cli, tmp_path):
+    from speculative_infra.preflight.targets import assembly_targets
+
+    assembly = _app(tmp_path)
+    targets = {t.region: t for t in assembly_targets(assembly)}
+    assert targets["us-west-2"].instances == {"ml.g7e.2xlarge": 4}  # 3 at most, plus 1
+    assert targets["us-west-2"].hub_models == ["Qwen/Qwen3-32B"]
+    assert targets["us-east-1"].instances == {"ml.g5.xlarge": 2} and targets["us-east-1"].hub_models == [
+        "Qwen/Qwen3-8B"
+    ]
+
+    stubs.quota_pages([_quota("ml.g7e.2xlarge for endpoint usage", 3)])  # us-west-2
+    stubs.quota_pages([_quota("ml.g5.xlarge for endpoint usage", 10)])  # us-east-1
+    code, out, _ = run_cli("preflight", str(assembly), "--format", "json")
+    result = json.loads(out)
+    assert code == 1 and result["regions"] == ["us-east-1", "us-west-2"]
+    codes = sorted((f["code"], f["message"].split(":")[0]) for f in result["findings"])
+    assert [c for c, _ in codes] == ["PF100", "PF130"]  # g7e quota 3 < 4; Qwen3-8B is not on the stand-in Hub
+    assert "needs 4 at maximum capacity" in next(
+        f["message"] for f in result["findings"] if f["code"] == "PF100"
+    )
+
+
+def test_an_environment_agnostic_stack_needs_a_region(stubs, run_cli, tmp_path):
+    assembly = _app(tmp_path, with_agnostic=True)
+    code, _, err = run_cli("preflight", str(assembly))
+    assert code == 2 and "no region for Anywhere" in err
+    stubs.quota_pages([_quota("ml.g7e.2xlarge for endpoint usage", 4)])  # us-west-2: West and Anywhere
+    stubs.quota_pages([_quota("ml.g5.xlarge for endpoint usage", 9)])
+    code, out, _ = run_cli("preflight", str(assembly), "--region", "us-west-2", "--format", "json")
+    result = json.loads(out)
+    assert result["regions"] == ["us-east-1", "us-west-2"]
+    # Anywhere joins us-west-2 and shares its quota: 4 + 1 instances against 4
+    assert "needs 5 at maximum capacity" in next(
+        f["message"] for f in result["findings"] if f["code"] == "PF100"
+    )
+
+
+def test_a_folder_that_is_not_an_app(run_cli, tmp_path):
+    code, _, err = run_cli("preflight", str(tmp_path))
+    assert code == 2 and "not a cloud assembly" in err
