@@ -31,6 +31,7 @@ test: setup lint typecheck
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck:
 	$(VENV)/bin/mypy

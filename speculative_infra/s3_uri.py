@@ -17,16 +17,15 @@ class S3Location:
     def uri(self) -> str:
         return f"s3://{self.bucket}/{self.key}"
 
-    def bucket_arn(self) -> str:
-        from aws_cdk import Aws  # here: parsing a URI (the CLI's preflight) must not start jsii
-
-        return f"arn:{Aws.PARTITION}:s3:::{self.bucket}"
+    def bucket_arn(self, partition: str) -> str:
+        """The bucket's ARN in a partition (constructs pass Aws.PARTITION: this module knows no CDK)."""
+        return f"arn:{partition}:s3:::{self.bucket}"
 
     def key_prefix_pattern(self) -> str:
         return f"{self.key}*" if self.key else "*"
 
-    def object_arn_pattern(self) -> str:
-        return f"{self.bucket_arn()}/{self.key_prefix_pattern()}"
+    def object_arn_pattern(self, partition: str) -> str:
+        return f"{self.bucket_arn(partition)}/{self.key_prefix_pattern()}"
 
 
 def parse_s3_uri(uri: str, field: str) -> S3Location:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -291,7 +291,10 @@ class EagleOptimizationJob(Construct):
         )
         for field, location in locations.items():
             acknowledge(
-                self.role, "IAM5", prefix_reason.format(field), resource=location.object_arn_pattern()
+                self.role,
+                "IAM5",
+                prefix_reason.format(field),
+                resource=location.object_arn_pattern(Aws.PARTITION),
             )
         acknowledge(
             self.role,

@@ -8,23 +8,19 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from aws_cdk import CfnOutput, CustomResource, Duration, Fn, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from speculative_infra.catalog import load_catalog
+from speculative_infra.constructs.benchmark_target import Benchmarkable
 from speculative_infra.constructs.custom_resource import handler_function, provider
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
-
-if TYPE_CHECKING:
-    from speculative_infra.constructs.lmi_component import LmiInferenceComponent
-    from speculative_infra.constructs.vllm_endpoint import SpeculativeVllmEndpoint
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 # CloudFormation waits at most an hour for a custom resource; one invocation lasts at most 15 minutes.
@@ -151,7 +147,7 @@ class EndpointBenchmark(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        target: SpeculativeVllmEndpoint | LmiInferenceComponent,
+        target: Benchmarkable,
         options: BenchmarkOptions | Mapping[str, Any] | None = None,
         results_bucket: s3.IBucket | None = None,
         results_prefix: str = "endpoint-benchmarks/",
@@ -167,7 +163,12 @@ class EndpointBenchmark(Construct):
         super().__init__(scope, construct_id)
         self.options = parse_options(options, self.node.path)
         check_fits(self.options, self.node.path)
-        target_info = _target_info(target)
+        if not isinstance(target, Benchmarkable):
+            raise ValueError(
+                f"{self.node.path}: target must be a SpeculativeVllmEndpoint or an LmiInferenceComponent (anything "
+                f"with benchmark_target()), got {type(target).__name__}"
+            )
+        info = target.benchmark_target()
         self.results_bucket = results_bucket or s3.Bucket(
             self,
             "Results",
@@ -216,9 +217,7 @@ class EndpointBenchmark(Construct):
                 resource=self.results_bucket.arn_for_objects(f"{prefix}*"),
             )
         invoke = functions["is_complete"]
-        invoke.add_to_role_policy(
-            iam.PolicyStatement(actions=INVOKE_ACTIONS, resources=target_info["invoke_arns"])
-        )
+        invoke.add_to_role_policy(iam.PolicyStatement(actions=INVOKE_ACTIONS, resources=info.invoke_arns))
         self.provider = provider(
             self,
             "Provider",
@@ -227,13 +226,13 @@ class EndpointBenchmark(Construct):
             query_interval=Duration.seconds(10),
             total_timeout=MAX_TOTAL,
         )
-        price = self.options.price_per_hour or target_info["price"]
+        price = self.options.price_per_hour or info.usd_per_hour
         config = {
             "target": {
                 "kind": "sagemaker",
-                "endpoint_name": target_info["endpoint_name"],
-                "inference_component_name": target_info["component_name"],
-                "container": target_info["container"],
+                "endpoint_name": info.endpoint_name,
+                "inference_component_name": info.component_name,
+                "container": info.container,
             },
             "workload": {
                 "input_tokens": self.options.input_tokens,
@@ -246,8 +245,8 @@ class EndpointBenchmark(Construct):
                 "warmup_requests": self.options.warmup_requests,
                 "request_timeout_s": self.options.request_timeout_seconds,
             },
-            "cost": {"price_per_hour": price, "instance_count": target_info["instance_count"]},
-            "label": target_info["label"],
+            "cost": {"price_per_hour": price, "instance_count": info.instance_count},
+            "label": info.label,
         }
         gates = {
             "min_output_throughput": self.options.min_output_throughput,
@@ -265,10 +264,10 @@ class EndpointBenchmark(Construct):
                 "ResultsBucket": self.results_bucket.bucket_name,
                 "ResultsPrefix": prefix,
                 # Reruns when the deployment changes (a new endpoint config or model), never otherwise.
-                "DeploymentId": target_info["deployment_id"],
+                "DeploymentId": info.deployment_id,
             },
         )
-        self.resource.node.add_dependency(target_info["depends_on"])
+        self.resource.node.add_dependency(info.depends_on)
         self.results_s3_uri = self.resource.get_att_string("ResultsS3Uri")
         self.status = self.resource.get_att_string("Status")
         self.attributes = {
@@ -288,43 +287,3 @@ class EndpointBenchmark(Construct):
             CfnOutput(self, "StatusOutput", value=self.status)
             for key, value in self.attributes.items():
                 CfnOutput(self, f"{key}Output", value=value)
-
-
-def _target_info(target: Any) -> dict[str, Any]:
-    from speculative_infra.constructs.lmi_component import LmiInferenceComponent
-    from speculative_infra.constructs.vllm_endpoint import SpeculativeVllmEndpoint
-
-    cat = load_catalog()
-    if isinstance(target, SpeculativeVllmEndpoint):
-        spec = target.resolved.spec
-        price = cat.price(spec.instance_type, target.resolved.region)
-        return {
-            "endpoint_name": target.endpoint_name,
-            "component_name": None,
-            "container": "vllm",
-            "invoke_arns": [target.endpoint_arn],
-            "price": price.usd_per_hour if price else None,
-            "instance_count": spec.instance_count,
-            "label": f"{target.node.id} {spec.instance_type}",
-            "deployment_id": Fn.join("/", [target.endpoint_config_name, target.model_name]),
-            "depends_on": target.endpoint,
-        }
-    if isinstance(target, LmiInferenceComponent):
-        spec = target.resolved.spec
-        price = cat.price(spec.instance_type, target.resolved.region)
-        # Cost per copy: the instance's price shared by the GPUs a copy uses.
-        share = target.tensor_parallel_degree / max(1, target.endpoint.instance.gpu_count)
-        return {
-            "endpoint_name": target.endpoint.endpoint_name,
-            "component_name": target.inference_component_name,
-            "container": "lmi",
-            "invoke_arns": [target.endpoint.endpoint_arn, target.inference_component_arn],
-            "price": price.usd_per_hour * share if price else None,
-            "instance_count": 1,
-            "label": f"{target.node.id} {spec.instance_type}",
-            "deployment_id": Fn.join("/", [target.model.attr_model_name, target.inference_component_name]),
-            "depends_on": target.inference_component,
-        }
-    raise ValueError(
-        f"target must be a SpeculativeVllmEndpoint or an LmiInferenceComponent, got {type(target).__name__}"
-    )

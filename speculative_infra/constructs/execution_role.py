@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -62,7 +63,10 @@ def acknowledge_execution_permissions(role: iam.IRole, model_data: Sequence[S3Lo
         )
     for location in model_data:
         acknowledge(
-            role, "IAM5", "Objects under the model's S3 prefix only.", resource=location.object_arn_pattern()
+            role,
+            "IAM5",
+            "Objects under the model's S3 prefix only.",
+            resource=location.object_arn_pattern(Aws.PARTITION),
         )
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from aws_cdk import Tags
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
-from constructs import Construct
+from constructs import Construct, Node
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import InstanceType
@@ -19,11 +19,19 @@ from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.constructs.props import publish_cost
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.errors import CompatibilityError
-from speculative_infra.rules.capacity import check_capacity
+from speculative_infra.rules.capacity import ComponentDemand, check_capacity
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
-if TYPE_CHECKING:
-    from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+
+class HostedComponent(Protocol):
+    """What the endpoint needs of a component it hosts (LmiInferenceComponent): its path and its demand."""
+
+    @property
+    def node(self) -> Node: ...
+
+    @property
+    def demand(self) -> ComponentDemand: ...
+
 
 VARIANT_NAME = "AllTraffic"
 RoutingStrategy = Literal["LEAST_OUTSTANDING_REQUESTS", "PREFIX_AWARE", "RANDOM"]
@@ -97,7 +105,7 @@ class InferenceComponentEndpoint(Construct):
         self._inference_ami_version: str | None = (
             None if self._host_request in (AUTO_HOST, DEFAULT_HOST) else self._host_request
         )
-        self._components: list[LmiInferenceComponent] = []
+        self._components: list[HostedComponent] = []
         self.role: iam.IRole = role or create_execution_role(
             self, "ExecutionRole", image_repository_arns=[], kms_key=kms_key
         )
@@ -138,7 +146,7 @@ class InferenceComponentEndpoint(Construct):
         return self._host_request
 
     @property
-    def components(self) -> list[LmiInferenceComponent]:
+    def components(self) -> list[HostedComponent]:
         return list(self._components)
 
     def _variant(self) -> sagemaker.CfnEndpointConfig.ProductionVariantProperty:
@@ -157,7 +165,7 @@ class InferenceComponentEndpoint(Construct):
             inference_ami_version=self._inference_ami_version,
         )
 
-    def register(self, component: LmiInferenceComponent, host_image: str | None) -> None:
+    def register(self, component: HostedComponent, host_image: str | None) -> None:
         """Called by a component: check capacity across components and settle the host image.
 
         The first component settles an "auto" host; later ones resolve against `host_request`, so the rules

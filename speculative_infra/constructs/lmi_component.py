@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import CfnOutput, Duration, Names, Tags
+from aws_cdk import CfnOutput, Duration, Fn, Names, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
@@ -16,6 +16,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from speculative_infra.check import CheckResult
+from speculative_infra.constructs.benchmark_target import BenchmarkTarget
 from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
 from speculative_infra.constructs.execution_role import add_execution_permissions
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
@@ -26,6 +27,7 @@ from speculative_infra.constructs.inference_component_endpoint import (
 from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
+from speculative_infra.cost import estimate_cost
 from speculative_infra.render import render_environment
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.capacity import ComponentDemand
@@ -299,6 +301,24 @@ class LmiInferenceComponent(Construct):
             dimensions_map={"InferenceComponentName": self.inference_component_name},
             statistic="Sum",
             period=period or Duration.minutes(1),
+        )
+
+    def benchmark_target(self) -> BenchmarkTarget:
+        """What EndpointBenchmark needs to invoke and price this component (one copy)."""
+        spec = self.resolved.spec
+        price = estimate_cost(spec.instance_type, self.resolved.region, 1, 1).usd_per_hour
+        # Cost per copy: the instance's price shared by the GPUs a copy uses.
+        share = self.tensor_parallel_degree / max(1, self.endpoint.instance.gpu_count)
+        return BenchmarkTarget(
+            endpoint_name=self.endpoint.endpoint_name,
+            component_name=self.inference_component_name,
+            container="lmi",
+            invoke_arns=[self.endpoint.endpoint_arn, self.inference_component_arn],
+            usd_per_hour=price * share if price is not None else None,
+            instance_count=1,
+            label=f"{self.node.id} {spec.instance_type}",
+            deployment_id=Fn.join("/", [self.model.attr_model_name, self.inference_component_name]),
+            depends_on=self.inference_component,
         )
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:

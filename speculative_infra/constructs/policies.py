@@ -32,10 +32,10 @@ def write_logs_statement(log_group_arns: Sequence[str]) -> iam.PolicyStatement:
 def read_prefix_statements(location: S3Location) -> list[iam.PolicyStatement]:
     """GetObject under the prefix, and ListBucket limited to it."""
     return [
-        iam.PolicyStatement(actions=["s3:GetObject"], resources=[location.object_arn_pattern()]),
+        iam.PolicyStatement(actions=["s3:GetObject"], resources=[location.object_arn_pattern(Aws.PARTITION)]),
         iam.PolicyStatement(
             actions=["s3:ListBucket"],
-            resources=[location.bucket_arn()],
+            resources=[location.bucket_arn(Aws.PARTITION)],
             conditions={"StringLike": {"s3:prefix": [location.key_prefix_pattern()]}},
         ),
     ]

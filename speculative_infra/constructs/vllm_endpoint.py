@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aws_cdk import Annotations, Duration, Tags, Token
+from aws_cdk import Annotations, Duration, Fn, Tags, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -17,6 +17,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from speculative_infra.check import CheckResult
+from speculative_infra.constructs.benchmark_target import BenchmarkTarget
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
@@ -397,6 +398,21 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         )
 
     # --- public helpers ---------------------------------------------------------------------------
+
+    def benchmark_target(self) -> BenchmarkTarget:
+        """What EndpointBenchmark needs to invoke and price this endpoint."""
+        spec = self.resolved.spec
+        return BenchmarkTarget(
+            endpoint_name=self.endpoint_name,
+            component_name=None,
+            container="vllm",
+            invoke_arns=[self.endpoint_arn],
+            usd_per_hour=self.cost.usd_per_hour,
+            instance_count=spec.instance_count,
+            label=f"{self.node.id} {spec.instance_type}",
+            deployment_id=Fn.join("/", [self.endpoint_config_name, self.model_name]),
+            depends_on=self.endpoint,
+        )
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """InvokeEndpoint and InvokeEndpointWithResponseStream on this endpoint only."""

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 # Methods that load a separate draft checkpoint (speculative.model): vLLM raises "num_speculative_tokens
 # was provided but without speculative model" when it is missing. ngram and suffix draft from the

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from speculative_infra.catalog.vllm_release import releases_with_dest
 from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 _RESERVED_FIX = {
     "model": "use model.id (or the construct's model_data)",

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 from speculative_infra.render import render_environment
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 # CreateModel's ContainerDefinition.Environment, as botocore's SageMaker model states it (botocore 1.44.8,
 # data/sagemaker/2017-07-24/service-2.json: shapes EnvironmentMap, EnvironmentKey, EnvironmentValue and

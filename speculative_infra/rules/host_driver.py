@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from speculative_infra.catalog import load_catalog
 from speculative_infra.host_fit import driver_fit, drives_gpu, host_fix
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 
 def _host_fix(d: ResolvedDeployment) -> str:

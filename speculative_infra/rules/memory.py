@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 from speculative_infra.sizing import MIB
 
 

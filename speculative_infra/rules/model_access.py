@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from speculative_infra.render.container_env import HF_TOKEN_ENV
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 # Variables huggingface_hub reads a token from (HF_TOKEN; the older HUGGING_FACE_HUB_TOKEN).
 TOKEN_VARIABLES = (HF_TOKEN_ENV, "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")

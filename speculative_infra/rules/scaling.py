@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 
 @rule(

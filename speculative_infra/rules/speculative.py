@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 from speculative_infra.catalog.vllm_release import available_vllm_versions, load_vllm_release
 from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.draft_structure import DRAFT_CHECKPOINT_METHODS, shape_mismatches
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.registry import rule
 
 
 def _first_release_with_field(field: str) -> str | None:

@@ -12,9 +12,10 @@ from speculative_infra.catalog import load_catalog
 from speculative_infra.check import check
 from speculative_infra.host_fit import driver_fit, drives_gpu
 from speculative_infra.rules.capacity import ComponentDemand, check_capacity
+from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.draft_structure import is_local_path, near_catalog_draft
 from speculative_infra.rules.finding import Severity
-from speculative_infra.rules.registry import all_rules, rule
+from speculative_infra.rules.registry import all_rules
 from tests.conftest import REFERENCE_SPEC, deep_merge
 
 CAT = load_catalog()
