@@ -35,6 +35,9 @@ from speculative_infra.catalog.models import (
     version_tuple,
 )
 
+# libyaml's C parser where PyYAML has it (its wheels do): the catalog parses ~10x faster than in Python.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class CatalogError(Exception):
     """A catalog data file is missing or does not match its schema."""
@@ -43,7 +46,7 @@ class CatalogError(Exception):
 def _read_yaml(name: str) -> Any:
     path = resources.files("speculative_infra.catalog") / "data" / name
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, yaml.YAMLError) as err:
         raise CatalogError(f"cannot read catalog file {name}: {err}") from err
 

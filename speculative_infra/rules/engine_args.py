@@ -6,7 +6,8 @@ import difflib
 from collections.abc import Iterator
 
 from speculative_infra.catalog.vllm_release import releases_with_dest
-from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS
+from speculative_infra.render.lmi_env import RESERVED_ENGINE_KEYS as LMI_RESERVED
+from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS as VLLM_RESERVED
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -23,6 +24,11 @@ def _span(versions: list[str]) -> str:
     return versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
 
 
+def _reserved(d: ResolvedDeployment) -> frozenset[str]:
+    """The keys the container's renderer sets itself (they differ between the vLLM DLC and LMI)."""
+    return LMI_RESERVED if d.spec.container.framework == "lmi" else VLLM_RESERVED
+
+
 @rule(
     code="SI500",
     name="engine-arg-known",
@@ -37,7 +43,7 @@ def engine_arg_known(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     dests = release.dests()
     for key in d.spec.engine.given():
-        if key in dests or key in RESERVED_ENGINE_KEYS:
+        if key in dests or key in _reserved(d):
             continue
         elsewhere = releases_with_dest(key)
         if elsewhere:
@@ -64,7 +70,7 @@ def engine_arg_known(d: ResolvedDeployment) -> Iterator[Violation]:
 )
 def engine_arg_not_reserved(d: ResolvedDeployment) -> Iterator[Violation]:
     for key in d.spec.engine.given():
-        if key in RESERVED_ENGINE_KEYS:
+        if key in _reserved(d):
             yield Violation(
                 message=f"engine.{key} cannot be set through engine args",
                 fix=_RESERVED_FIX.get(key, "leave it out"),

@@ -53,7 +53,8 @@ def speculative_method_known(d: ResolvedDeployment) -> Iterator[Violation]:
     name="eagle3-target-allowed",
     severity=Severity.ERROR,
     title="EAGLE3 target model type is allowed by the vLLM release",
-    rationale="Before 0.17.1 vLLM only accepts EAGLE3 for targets whose model_type matches its allow-list.",
+    rationale="Up to 0.21.0 vLLM only accepts EAGLE3 for targets whose model_type matches its allow-list (each "
+    "release's list is in its generated data).",
 )
 def eagle3_target_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative or d.vllm_release is None or d.model is None:
