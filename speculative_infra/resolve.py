@@ -51,6 +51,13 @@ class ResolvedDeployment(BaseModel):
     defaults: list[str]
 
     @property
+    def endpoint_kind(self) -> Literal["real_time", "inference_component"]:
+        """How SageMaker hosts it: the vLLM DLC as a single-model real-time endpoint, LMI as inference
+        components (copies placed on the endpoint's instances, scalable to zero)."""
+        framework = self.container.framework if self.container is not None else self.spec.container.framework
+        return "inference_component" if framework == "lmi" else "real_time"
+
+    @property
     def tensor_parallel_size(self) -> int:
         return int(self.engine.get("tensor_parallel_size", 1))
 

@@ -7,8 +7,9 @@ wheel. Loading is lazy and cached: importing the package parses nothing.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter
@@ -19,6 +20,7 @@ from speculative_infra.catalog.models import (
     CudaFacts,
     DlcAccounts,
     Draft,
+    ForwardCompat,
     Gpu,
     InferenceComponentRegions,
     InstanceFamily,
@@ -30,6 +32,7 @@ from speculative_infra.catalog.models import (
     Price,
     PriceList,
     RecommendedAmis,
+    SageMakerFacts,
     VllmDlcRepository,
     VllmFacts,
     version_tuple,
@@ -78,6 +81,7 @@ class Catalog(BaseModel):
     drafts: dict[str, Draft]
     vllm: VllmFacts
     optimization: OptimizationFacts
+    sagemaker: SageMakerFacts
 
     # --- instances ---------------------------------------------------------------------------
 
@@ -104,6 +108,13 @@ class Catalog(BaseModel):
             source=family.source,
             confidence=family.confidence,
         )
+
+    def families_where(self, gpu_ok: Callable[[Gpu], bool]) -> list[str]:
+        """Instance families (g5, p5, ...) whose GPU passes a test: what a fix message suggests."""
+        return sorted(name for name, family in self.families.items() if gpu_ok(self.gpus[family.gpu]))
+
+    def max_gpus_per_instance(self) -> int:
+        return max(size.gpus for family in self.families.values() for size in family.sizes.values())
 
     def instance_type_names(self) -> list[str]:
         return [f"ml.{fam}.{size}" for fam, family in self.families.items() for size in family.sizes]
@@ -133,40 +144,34 @@ class Catalog(BaseModel):
 
     def container(self, framework: str, version: str) -> ContainerImage | None:
         if framework == "vllm":
-            for rel in self.vllm_dlc.releases:
-                if rel.version == version:
-                    return ContainerImage(
-                        framework="vllm",
-                        version=rel.version,
-                        vllm_version=rel.version,
-                        cuda=rel.cuda,
-                        repository=self.vllm_dlc.repository,
-                        tag=self.vllm_dlc.tag_pattern.format(
-                            version=rel.version, cuda_nodot=rel.cuda.replace(".", "")
-                        ),
-                        forward_compat=rel.forward_compat,
-                        boolean_env=rel.boolean_env,
-                        requires_model_env=rel.requires_model_env,
-                        source=self.vllm_dlc.source,
-                        confidence=self.vllm_dlc.confidence,
-                    )
-        elif framework == "lmi":
+            rel = next((r for r in self.vllm_dlc.releases if r.version == version), None)
+            if rel is None:
+                return None
+            return _image(
+                "vllm",
+                rel.version,
+                rel.version,
+                rel.cuda,
+                self.vllm_dlc,
+                rel.forward_compat,
+                rel.boolean_env,
+                {"version": rel.version},
+            )
+        if framework == "lmi":
             wanted = version.lower().removeprefix("v").removesuffix(".0.0")
-            for lmi in self.lmi.releases:
-                if lmi.lmi_version == wanted:
-                    return ContainerImage(
-                        framework="lmi",
-                        version=lmi.lmi_version,
-                        vllm_version=lmi.vllm_version,
-                        cuda=lmi.cuda,
-                        repository=self.lmi.repository,
-                        tag=self.lmi.tag_pattern.format(
-                            lmi_version=lmi.lmi_version, cuda_nodot=lmi.cuda.replace(".", "")
-                        ),
-                        forward_compat=lmi.forward_compat,
-                        source=self.lmi.source,
-                        confidence=self.lmi.confidence,
-                    )
+            lmi = next((r for r in self.lmi.releases if r.lmi_version == wanted), None)
+            if lmi is None:
+                return None
+            return _image(
+                "lmi",
+                lmi.lmi_version,
+                lmi.vllm_version,
+                lmi.cuda,
+                self.lmi,
+                lmi.forward_compat,
+                None,
+                {"lmi_version": lmi.lmi_version},
+            )
         return None
 
     def observation(self, framework: str, version: str, family: str) -> Observation | None:
@@ -212,6 +217,31 @@ class Catalog(BaseModel):
         return self.drafts.get(model_id)
 
 
+def _image(
+    framework: Literal["vllm", "lmi"],
+    version: str,
+    vllm_version: str,
+    cuda: str,
+    repository: VllmDlcRepository | LmiRepository,
+    forward_compat: ForwardCompat,
+    boolean_env: Literal["empty", "true_false"] | None,
+    tag_fields: dict[str, str],
+) -> ContainerImage:
+    """One image of either framework: the tag from the repository's pattern and the release's fields."""
+    return ContainerImage(
+        framework=framework,
+        version=version,
+        vllm_version=vllm_version,
+        cuda=cuda,
+        repository=repository.repository,
+        tag=repository.tag_pattern.format(cuda_nodot=cuda.replace(".", ""), **tag_fields),
+        forward_compat=forward_compat,
+        boolean_env=boolean_env,
+        source=repository.source,
+        confidence=repository.confidence,
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
     """Parse and validate every catalog data file once per process."""
@@ -235,6 +265,7 @@ def load_catalog() -> Catalog:
         "drafts": _read_yaml("drafts.yaml")["drafts"],
         "vllm": _read_yaml("vllm.yaml"),
         "optimization": _read_yaml("optimization.yaml"),
+        "sagemaker": _read_yaml("sagemaker.yaml"),
     }
     catalog: Catalog = _parse(Catalog, data, "catalog")
     _check_references(catalog)

@@ -167,7 +167,6 @@ class VllmDlcRelease(Fact):
     version: str
     cuda: str
     boolean_env: Literal["empty", "true_false"]
-    requires_model_env: bool
     forward_compat: ForwardCompat
 
 
@@ -208,7 +207,6 @@ class ContainerImage(Fact):
     tag: str
     forward_compat: ForwardCompat
     boolean_env: Literal["empty", "true_false"] | None = None
-    requires_model_env: bool = False
     source: str
     confidence: Confidence
 
@@ -277,6 +275,19 @@ class ValueFact(Sourced):
 
 class SupportFact(Sourced):
     supported: bool
+
+
+class EnvironmentLimits(Sourced):
+    """CreateModel's limits on a container's environment."""
+
+    max_entries: int = Field(ge=1)
+    max_item_bytes: int = Field(ge=1)
+    max_total_bytes: int = Field(ge=1)
+    key_pattern: str
+
+
+class SageMakerFacts(Fact):
+    environment_limits: EnvironmentLimits
 
 
 class MemoryOverheads(Sourced):

@@ -81,6 +81,12 @@ def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
     if version_tuple(cc) < version_tuple(floor):
         yield Violation(
             message=f"{d.instance.gpu_name} on {d.instance.name} has compute capability {cc}; vLLM needs >= {floor}",
-            fix="choose a newer GPU family (g5, g6, g6e, g7e, p4d, p5 ...)",
+            fix="choose a newer GPU family ("
+            + ", ".join(
+                load_catalog().families_where(
+                    lambda g: version_tuple(g.compute_capability) >= version_tuple(floor)
+                )
+            )
+            + ")",
             field="instance_type",
         )

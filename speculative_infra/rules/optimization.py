@@ -8,7 +8,7 @@ from speculative_infra.rules.finding import Finding
 CHECKS = {
     "SI800": (
         "Optimization job deployment instance type is one the API allows",
-        "CreateOptimizationJob rejects other DeploymentInstanceType values (p3, p5.4xlarge, ...).",
+        "CreateOptimizationJob rejects DeploymentInstanceType values outside its enum (catalog: optimization.yaml).",
     ),
     "SI801": (
         "Model architecture has an EAGLE technique",
@@ -43,7 +43,7 @@ def check_optimization_job(
                 "SI800",
                 f"deployment_instance_type {deployment_instance_type!r} is not allowed for optimization jobs; "
                 f"allowed families: {', '.join(families)}",
-                "choose an allowed instance type (e.g. the endpoint's ml.g6e/ml.g7e/ml.p5.48xlarge type)",
+                f"choose one of: {', '.join(sorted(allowed))}",
                 "deployment_instance_type",
             )
         )

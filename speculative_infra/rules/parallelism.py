@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from speculative_infra.catalog import load_catalog
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -40,7 +41,9 @@ def tensor_parallel_divides_heads(d: ResolvedDeployment) -> Iterator[Violation]:
     heads = d.model.num_attention_heads
     tp = d.tensor_parallel_size
     if heads % tp:
-        allowed = [n for n in range(1, heads + 1) if heads % n == 0 and n <= 16]
+        # Degrees an instance can hold: this one's GPUs, or the largest instance's in the catalog.
+        most = d.instance.gpu_count if d.instance is not None else load_catalog().max_gpus_per_instance()
+        allowed = [n for n in range(1, heads + 1) if heads % n == 0 and n <= most]
         yield Violation(
             message=f"tensor_parallel_size {tp} does not divide the {heads} attention heads of {d.model_id}; "
             f"allowed: {', '.join(map(str, allowed))}",
@@ -57,10 +60,10 @@ def tensor_parallel_divides_heads(d: ResolvedDeployment) -> Iterator[Violation]:
     rationale="One vLLM server per instance: GPUs beyond tensor_parallel_size are paid for and idle.",
 )
 def tensor_parallel_uses_all_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
-    # Inference components (LMI) place several copies on one instance: fewer GPUs per copy is the point.
+    # Inference components place several copies on one instance: fewer GPUs per copy is the point.
     if d.instance is None or d.tensor_parallel_size >= d.instance.gpu_count:
         return
-    if d.container is not None and d.container.framework == "lmi":
+    if d.endpoint_kind == "inference_component":
         return
     yield Violation(
         message=f"tensor_parallel_size {d.tensor_parallel_size} uses {d.tensor_parallel_size} of the "

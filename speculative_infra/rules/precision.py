@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from speculative_infra.catalog import load_catalog
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -22,6 +23,8 @@ def bf16_supported(d: ResolvedDeployment) -> Iterator[Violation]:
     yield Violation(
         message=f"dtype bfloat16 on {d.instance.gpu_name} (compute capability {d.instance.gpu.compute_capability}), "
         "which has no bfloat16 support; allowed: float16, float32",
-        fix="set engine.dtype: float16 (or leave it unset), or choose a GPU with bfloat16 (g5, g6, g6e, g7e, p4d, p5)",
+        fix="set engine.dtype: float16 (or leave it unset), or choose a family with bfloat16 ("
+        + ", ".join(load_catalog().families_where(lambda g: g.bf16))
+        + ")",
         field="engine.dtype",
     )

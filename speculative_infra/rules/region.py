@@ -38,7 +38,7 @@ def region_has_dlc_registry(d: ResolvedDeployment) -> Iterator[Violation]:
     rationale="LMI models deploy as AWS::SageMaker::InferenceComponent, which some regions do not offer.",
 )
 def region_offers_inference_components(d: ResolvedDeployment) -> Iterator[Violation]:
-    if d.region is None or d.container is None or d.container.framework != "lmi":
+    if d.region is None or d.endpoint_kind != "inference_component":
         return
     cat = load_catalog()
     if not cat.offers_inference_components(d.region):

@@ -20,7 +20,7 @@ def scaling_bounds(d: ResolvedDeployment) -> Iterator[Violation]:
     s = d.spec.scaling
     if s is None:
         return
-    floor = 0 if d.container is not None and d.container.framework == "lmi" else 1
+    floor = 0 if d.endpoint_kind == "inference_component" else 1  # only components scale to zero
     if s.max_capacity < 1:
         yield Violation(
             message=f"scaling.max_capacity is {s.max_capacity}; allowed: 1 or more",

@@ -211,14 +211,26 @@ def test_env_agnostic_stack_uses_region_mapping():
     )
 
 
-@pytest.mark.parametrize("version", ["0.15.1", "0.17.1"])
+# How each release's DLC entrypoint reads boolean SM_VLLM_* values, pinned to the source, not to the catalog
+# entry the renderer reads: up to 0.17.x a true flag is an empty string; 0.18.0's script takes true/false
+# (aws/deep-learning-containers #5757, commit 1c1aacc0ac). 0.17.1 images may carry either script.
+ENTRYPOINT_STYLES = {
+    "0.15.1": ["empty"],
+    "0.17.1": ["empty", "true_false"],
+    "0.18.0": ["true_false"],
+    "0.19.1": ["true_false"],
+}
+
+
+@pytest.mark.parametrize("version", sorted(ENTRYPOINT_STYLES))
 @pytest.mark.parametrize("prefix_caching", [True, False])
 def test_rendered_env_parses_as_vllm_flags(version, prefix_caching):
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
     ep = reference(stack, vllm_version=version, engine={**ENGINE, "enable_prefix_caching": prefix_caching})
-    argv = entrypoint_argv(ep.environment, ep.resolved.container.boolean_env)
-    assert serve_argv_problems(argv, load_vllm_release(version)) == []
-    assert ("--no-enable-prefix-caching" in argv) is (not prefix_caching)
+    for style in ENTRYPOINT_STYLES[version]:
+        argv = entrypoint_argv(ep.environment, style)
+        assert serve_argv_problems(argv, load_vllm_release(version)) == [], style
+        assert ("--no-enable-prefix-caching" in argv) is (not prefix_caching)
 
 
 def test_false_boolean_is_never_rendered_as_false():
