@@ -92,6 +92,15 @@ def serve_defaults(overheads: MemoryOverheads, gpu_name: str, gpu_memory_mib: fl
     return overheads.large_gpu_defaults if large else overheads.small_gpu_defaults
 
 
+def _positive_int(value: object, default: int) -> int:
+    # An engine value of the wrong type is SI502's to report; the arithmetic falls back to vLLM's default.
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return default
+
+
 def overhead_mib(
     overheads: MemoryOverheads,
     *,
@@ -103,8 +112,8 @@ def overhead_mib(
 ) -> float:
     """Activation peak of the profile run + non-torch memory + CUDA graphs (where counted), per GPU."""
     default_tokens, default_seqs = serve_defaults(overheads, gpu_name, gpu_memory_mib)
-    tokens = int(engine.get("max_num_batched_tokens") or default_tokens)
-    rows = min(int(engine.get("max_num_seqs") or default_seqs), tokens)
+    tokens = _positive_int(engine.get("max_num_batched_tokens"), default_tokens)
+    rows = min(_positive_int(engine.get("max_num_seqs"), default_seqs), tokens)
     hidden = model.hidden_size or model.num_attention_heads * model.head_dim
     vocab = model.vocab_size or 128_000
     activation = (
@@ -187,13 +196,13 @@ def memory_plan(
     draft_total, estimated = draft_weights_mib(
         draft, model, has_checkpoint, bool(speculative and speculative.get("parallel_drafting"))
     )
-    draft_tp = int((speculative or {}).get("draft_tensor_parallel_size") or tp)
+    draft_tp = _positive_int((speculative or {}).get("draft_tensor_parallel_size"), tp)
     draft_layers = 0
     if has_checkpoint:
         draft_layers = _DRAFT_LAYERS[bool(speculative and speculative.get("parallel_drafting"))]
     window_layers = model.sliding_window_layers if model.sliding_window else 0
     return MemoryPlan(
-        budget_mib=float(engine.get("gpu_memory_utilization", overheads.default_gpu_memory_utilization))
+        budget_mib=float(engine.get("gpu_memory_utilization") or overheads.default_gpu_memory_utilization)
         * gpu_memory_mib,
         weights_mib=weights_mib(model, weight_bytes) / tp,
         draft_mib=draft_total / max(1, draft_tp),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
+from typing import Any
 
-from speculative_infra.catalog.vllm_release import releases_with_dest
+from speculative_infra.catalog.vllm_release import VllmFlag, releases_with_dest
 from speculative_infra.render.lmi_env import RESERVED_ENGINE_KEYS as LMI_RESERVED
 from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS as VLLM_RESERVED
 from speculative_infra.resolve import ResolvedDeployment
@@ -74,5 +76,56 @@ def engine_arg_not_reserved(d: ResolvedDeployment) -> Iterator[Violation]:
             yield Violation(
                 message=f"engine.{key} cannot be set through engine args",
                 fix=_RESERVED_FIX.get(key, "leave it out"),
+                field=f"engine.{key}",
+            )
+
+
+_DIGITS = re.compile(r"^\d+$")  # the container passes every value as text: "8192" is an integer
+
+
+def _value_problem(flag: VllmFlag, value: Any) -> str | None:
+    """What is wrong with a value for this flag, or None. Only what vLLM's parser would refuse."""
+    if flag.boolean:
+        return None if isinstance(value, bool) else "true or false"
+    if flag.choices is not None and not isinstance(value, bool) and str(value) in flag.choices:
+        return None
+    if flag.choices is not None:
+        return "one of " + ", ".join(flag.choices)
+    if flag.value_type == "int":
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and _DIGITS.match(value) is not None
+        )
+        return None if ok else "an integer"
+    if flag.value_type == "float":
+        if isinstance(value, bool):
+            return "a number"
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return "a number"
+    return None
+
+
+@rule(
+    code="SI502",
+    name="engine-arg-value-valid",
+    severity=Severity.ERROR,
+    title="Every engine arg's value is one the release's flag accepts",
+    rationale="vLLM's argument parser refuses a value of the wrong type or outside the flag's choices, and "
+    "the container exits at start-up.",
+)
+def engine_arg_value_valid(d: ResolvedDeployment) -> Iterator[Violation]:
+    release = d.vllm_release
+    if release is None:
+        return
+    for key, value in d.spec.engine.given().items():
+        flag = release.flag_by_dest(key)
+        if flag is None or key in _reserved(d):
+            continue  # SI500/SI501 report it
+        allowed = _value_problem(flag, value)
+        if allowed is not None:
+            yield Violation(
+                message=f"engine.{key} is {value!r}; vLLM {release.vllm_version} accepts {allowed}",
+                fix=f"set engine.{key} to {allowed}, or leave it out",
                 field=f"engine.{key}",
             )

@@ -171,6 +171,12 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "SI500": ({"engine": {"enable_prefix_caching": True}}, {"engine": {"enable_prefix_cach": True}}),
     "SI501": ({}, {"engine": {"model": "Qwen/Qwen3-32B"}}),
+    "SI502": (
+        {"engine": {"max_num_batched_tokens": 8192, "kv_cache_dtype": "fp8", "enforce_eager": False}},
+        {"engine": {"max_num_batched_tokens": "8k"}},
+    ),
+    "SI502 choices": ({"engine": {"kv_cache_dtype": "fp8_e5m2"}}, {"engine": {"kv_cache_dtype": "fp9"}}),
+    "SI502 boolean": ({"engine": {"enforce_eager": True}}, {"engine": {"enforce_eager": "yes"}}),
     "SI510": (
         {"environment": {f"EXTRA_{i}": "x" for i in range(10)}},
         {"environment": {f"EXTRA_{i}": "x" for i in range(100)}},
