@@ -117,3 +117,14 @@ def test_constructs_agree_with_what_happened(row: dict[str, Any]) -> None:
     (config,) = variant.values()
     emitted = config["Properties"]["ProductionVariants"][0].get("InferenceAmiVersion")
     assert emitted == (None if row["host"] == "default" else row["host"]), row["id"]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [pytest.param(r, id=r["id"]) for r in ROWS if r["outcome"] == "works" and r["host"] == "default"],
+)
+def test_auto_keeps_the_default_host_where_it_was_seen_to_work(row):
+    """What ran on SageMaker's default host stays there under `auto`: no needless host image change."""
+    result = check({**_spec(row), "inference_ami_version": "auto"})
+    assert result.deployment.host is not None
+    assert result.deployment.host.inference_ami_version is None, result.deployment.host.reason

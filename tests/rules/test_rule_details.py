@@ -163,3 +163,78 @@ def test_engine_arg_from_one_release_names_that_release():
 
 def test_parent_relative_draft_path_is_local():
     assert is_local_path("../drafts/head")
+
+
+@pytest.mark.parametrize(
+    ("instance", "version", "expected"),
+    [
+        # AWS's DLC release notes recommend gpu-3-1 for the CUDA 12.9 vLLM images
+        # (aws/deep-learning-containers docs/releasenotes/vllm/0.13-sagemaker.md) ...
+        ("ml.g5.12xlarge", "0.15.1", "al2-ami-sagemaker-inference-gpu-3-1"),
+        # ... and their SageMaker examples use gpu-4-1 for CUDA 13.0 (docs/vllm/deployment/sagemaker.md).
+        ("ml.g5.12xlarge", "0.20.0", "al2023-ami-sagemaker-inference-gpu-4-1"),
+    ],
+)
+def test_auto_takes_aws_recommended_host_where_the_default_cannot_run_the_image(instance, version, expected):
+    # g5's default host has driver 470, too old for CUDA 12.9 and 13.0 images
+    deployment = check(
+        deep_merge(
+            REFERENCE_SPEC,
+            {
+                "instance_type": instance,
+                "container": {"version": version},
+                "model": {"id": "Qwen/Qwen3-8B"},
+                "speculative": None,
+                "inference_ami_version": "auto",
+                "engine": {"tensor_parallel_size": 4},
+            },
+        )
+    ).deployment
+    assert deployment.host is not None and deployment.host.inference_ami_version == expected
+
+
+def test_capacity_edges():
+    instance = CAT.instance_type("ml.g5.12xlarge")  # 4 GPUs, 192 GiB of host memory
+    fits_exactly = ComponentDemand(
+        name="a", accelerators=4, memory_mb=int(instance.memory_gib * 1024), copies=2
+    )
+    assert check_capacity(instance, 2, [fits_exactly]) == []  # 2 instances x 4 GPUs hold 2 copies of 4
+    [finding] = check_capacity(instance, 1, [fits_exactly])
+    assert (
+        "need 8 GPUs at their initial copy counts (a 2 x 4)" in finding.message
+        and "offer 4" in finding.message
+    )
+
+
+def test_findings_name_their_field():
+    findings = _findings({"engine": {"tensor_parallel_size": 2}, "environment": {"HF_TOKEN": "x"}})
+    fields = {f.code: f.field for f in findings}
+    assert fields["SI310"] == "engine.tensor_parallel_size" and fields["SI530"] == "environment.HF_TOKEN"
+
+
+def test_reserved_keys_follow_the_container():
+    lmi = {
+        "container": {"framework": "lmi", "version": "20"},
+        "speculative": None,
+        "engine": {"served_model_name_env": "x"},
+    }
+    assert "SI501" not in {f.code for f in _findings(lmi)}  # only the vLLM DLC's renderer reserves it
+    assert "SI501" in {f.code for f in _findings({"engine": {"served_model_name_env": "x"}})}
+
+
+def test_forward_compat_is_not_assumed_for_rtx_parts():
+    from speculative_infra.host_fit import driver_fits
+
+    cuda13 = CAT.container("vllm", "0.20.0")
+    assert not driver_fits(CAT, cuda13, RTX_PRO, 575)  # drives the GPU, but 13.0 needs 580 on it
+    assert driver_fits(CAT, cuda13, RTX_PRO, 580)
+
+
+def test_methods_without_a_checkpoint_take_no_draft_memory():
+    deployment = check(
+        deep_merge(
+            REFERENCE_SPEC, {"speculative": {"method": "ngram", "model": None, "prompt_lookup_max": 4}}
+        )
+    ).deployment
+    plan = deployment.memory_plan()
+    assert plan is not None and plan.draft_mib == 0 and not plan.draft_estimated
