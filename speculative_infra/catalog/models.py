@@ -94,10 +94,6 @@ class InstanceType(Fact):
     source: str
     confidence: Confidence
 
-    @property
-    def total_gpu_memory_mib(self) -> int:
-        return self.gpu.memory_mib * self.gpu_count
-
 
 class PriceList(Sourced):
     region: str
