@@ -132,3 +132,16 @@ def test_near_catalog_draft():
     assert near_catalog_draft("RedHatAI/Qwen3-32B-speculator.eagle3") is None  # itself: not a typo
     assert near_catalog_draft("RedHatAI/Qwen3-235B-A22B-speculator.eagle3") is None  # a real sibling
     assert near_catalog_draft("RedHatAI/Qwen3-32B-speculatoooor.eagle3") is None  # three edits
+
+
+@pytest.mark.parametrize(
+    ("gpu", "expected"),
+    [("H100", (8192, 1024)), ("B200", (8192, 1024)), ("A100-80GB", (2048, 256)), ("L40S", (2048, 256))],
+)
+def test_vllm_serve_batch_defaults_per_gpu(gpu, expected):
+    # vLLM's arg_utils (0.10 to 0.20): 8192 tokens / 1024 sequences for `vllm serve` on GPUs of 70 GiB or
+    # more except A100; 2048 / 256 on the others.
+    from speculative_infra.sizing import serve_defaults
+
+    facts = CAT.gpus[gpu]
+    assert serve_defaults(CAT.vllm.memory_overheads, gpu, facts.memory_mib) == expected
