@@ -1,0 +1,94 @@
+"""Writing the release data: one JSON record per release, from a downloaded wheel."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vllm_release_extractor.constants import EXTRACTED_BY
+from vllm_release_extractor.extractor import Extractor
+from vllm_release_extractor.release import extract_serve_flags, extract_speculative
+from vllm_release_extractor.source_tree import SourceTree
+
+PUBLIC_FLAG_KEYS = ("name", "dest", "takes_value", "boolean", "negatable", "negations", "nargs", "choices",
+                    "value_type", "aliases", "deprecated")  # fmt: skip
+
+
+def extract_release(
+    tree: SourceTree, version: str, wheel_name: str, sha256: str
+) -> tuple[dict[str, Any], Extractor]:
+    ex = Extractor(tree, version)
+    flags, meta = extract_serve_flags(ex)
+    spec = extract_speculative(ex)
+    record = {
+        "vllm_version": version,
+        "source": {
+            "wheel": wheel_name,
+            "sha256": sha256,
+            "extracted_by": EXTRACTED_BY,
+            "confidence": "verified",
+            "frontend_module": meta["frontend_module"],
+        },
+        "serve_flags": [{k: f[k] for k in PUBLIC_FLAG_KEYS} for f in flags],
+        "speculative": spec,
+    }
+    ex.stats = meta
+    return record, ex
+
+
+def dump_json(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def download_wheel(version: str, dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+           "--disable-pip-version-check", f"vllm=={version}", "-d", str(dest)]  # fmt: skip
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        raise RuntimeError(f"pip download vllm=={version} failed ({proc.returncode}): {tail}")
+    wheels = sorted(dest.glob(f"vllm-{version}-*.whl"))
+    if not wheels:
+        raise RuntimeError(f"pip download produced no wheel for vllm=={version} in {dest}")
+    return wheels[0]
+
+
+def process_version(
+    version: str, cache_dir: Path, out_dir: Path, keep_wheels: bool
+) -> tuple[str, dict[str, Any]]:
+    started = time.monotonic()
+    wheel_dir = cache_dir / version
+    existing = sorted(wheel_dir.glob(f"vllm-{version}-*.whl")) if wheel_dir.exists() else []
+    wheel = existing[0] if existing else download_wheel(version, wheel_dir)
+    downloaded = time.monotonic()
+    digest = sha256_file(wheel)
+    with zipfile.ZipFile(wheel) as zf:
+        record, ex = extract_release(SourceTree.from_zip(zf), version, wheel.name, digest)
+    (out_dir / f"{version}.json").write_text(dump_json(record), encoding="utf-8")
+    if not keep_wheels:
+        shutil.rmtree(wheel_dir, ignore_errors=True)
+    info = {
+        "flags": len(record["serve_flags"]),
+        "download_s": round(downloaded - started, 1),
+        "total_s": round(time.monotonic() - started, 1),
+        "warnings": ex.warnings,
+        **ex.stats,
+    }
+    return version, info
