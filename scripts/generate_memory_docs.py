@@ -6,12 +6,13 @@ python scripts/generate_memory_docs.py --check  # exit 1 if the table is stale (
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from generated_page import write_or_check  # noqa: E402
 
 from tests.golden.test_kv_cache_startups import ROWS, calibration_table  # noqa: E402
 
@@ -41,19 +42,7 @@ def render(page: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the table is out of date")
-    args = parser.parse_args()
-    page = TARGET.read_text(encoding="utf-8")
-    text = render(page)
-    if args.check:
-        if text != page:
-            print("docs/memory.md is out of date: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, render(TARGET.read_text(encoding="utf-8")), __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

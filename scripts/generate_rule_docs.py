@@ -6,9 +6,10 @@ python scripts/generate_rule_docs.py --check  # exit 1 if docs/rules.md is stale
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from generated_page import write_or_check
 
 from speculative_infra.rules import all_rules, capacity, optimization
 
@@ -63,18 +64,7 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if docs/rules.md is out of date")
-    args = parser.parse_args()
-    text = render()
-    if args.check:
-        if not TARGET.exists() or TARGET.read_text(encoding="utf-8") != text:
-            print(f"{TARGET.relative_to(Path.cwd())} is out of date: run `make docs`", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET}")
-    return 0
+    return write_or_check(TARGET, render(), __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

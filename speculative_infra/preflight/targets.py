@@ -18,7 +18,6 @@ from speculative_infra.spec import DeploymentSpec
 
 # Environment variables the containers read their Hugging Face model id from (vLLM DLC, LMI).
 _MODEL_VARIABLES = ("SM_VLLM_MODEL", "HF_MODEL_ID")
-_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
 
 @dataclass

@@ -11,13 +11,20 @@ if TYPE_CHECKING:
     from speculative_infra.resolve import ResolvedDeployment
 
 
-# The variable huggingface_hub (and so vLLM) reads a token from.
+# The variable huggingface_hub (and so vLLM) reads a token from, and the older names it also reads.
 HF_TOKEN_ENV = "HF_TOKEN"
+TOKEN_VARIABLES = (HF_TOKEN_ENV, "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
+_DYNAMIC_REFERENCE = "{{resolve:"
 
 
 def secret_reference(secret: str) -> str:
     """A CloudFormation dynamic reference to a secret's whole value: resolved at deploy time, never stored."""
-    return "{{resolve:secretsmanager:" + secret + ":SecretString:::}}"
+    return _DYNAMIC_REFERENCE + "secretsmanager:" + secret + ":SecretString:::}}"
+
+
+def is_dynamic_reference(value: str) -> bool:
+    """A value CloudFormation resolves at deploy time (a secret stays out of the template)."""
+    return value.startswith(_DYNAMIC_REFERENCE)
 
 
 def render_environment(

@@ -57,6 +57,14 @@ def near_catalog_draft(name: str) -> str | None:
     return best if 0 < edit_distance(name, best) <= TYPO_DISTANCE else None
 
 
+def _unknown_draft(d: ResolvedDeployment) -> str | None:
+    """The draft's Hub id when neither the catalog nor fetched facts know it (paths are mounted drafts)."""
+    name = _draft_name(d)
+    if name is None or d.draft is not None or is_local_path(name):
+        return None
+    return name
+
+
 def is_local_path(name: str) -> bool:
     """A path inside the container (a draft mounted from S3, e.g. EagleOptimizationJob's), not a Hub id."""
     return name.startswith(("/", "./", "../")) or "://" in name
@@ -167,8 +175,8 @@ def draft_checkpoint_given(d: ResolvedDeployment) -> Iterator[Violation]:
     "it; an unknown draft cannot be checked against its target.",
 )
 def draft_known(d: ResolvedDeployment) -> Iterator[Violation]:
-    name = _draft_name(d)
-    if name is None or d.draft is not None or is_local_path(name):
+    name = _unknown_draft(d)
+    if name is None:
         return
     close = near_catalog_draft(name)
     if close is not None:
@@ -189,8 +197,8 @@ def draft_known(d: ResolvedDeployment) -> Iterator[Violation]:
     "memory it takes.",
 )
 def draft_facts_fetched(d: ResolvedDeployment) -> Iterator[Violation]:
-    name = _draft_name(d)
-    if name is None or d.draft is not None or is_local_path(name):
+    name = _unknown_draft(d)
+    if name is None:
         return
     if near_catalog_draft(name) is not None:
         return  # SI410 says it

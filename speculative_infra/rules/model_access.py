@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from speculative_infra.render.container_env import HF_TOKEN_ENV
+from speculative_infra.render.container_env import TOKEN_VARIABLES, is_dynamic_reference
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
 
-# Variables huggingface_hub reads a token from (HF_TOKEN; the older HUGGING_FACE_HUB_TOKEN).
-TOKEN_VARIABLES = (HF_TOKEN_ENV, "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 _TOKEN_FIX = (
     "put the token in AWS Secrets Manager and pass it as hf_token (spec: hf_token_secret), which renders a "
     "CloudFormation dynamic reference; or serve the weights from S3 (model_data)"
 )
-
-
-def is_dynamic_reference(value: str) -> bool:
-    return value.startswith("{{resolve:")
 
 
 @rule(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from speculative_infra.render.container_env import TOKEN_VARIABLES, is_dynamic_reference
 from speculative_infra.rules.finding import Finding
 
 Template = dict[str, Any]
@@ -42,16 +43,15 @@ CHECKS: dict[str, tuple[str, str]] = {
         "{{resolve:secretsmanager:...}} dynamic reference keeps it in Secrets Manager.",
     ),
 }
-# Variables huggingface_hub reads a token from.
-_TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 
 
 def _is_dynamic_reference(value: Any) -> bool:
+    """A literal reference, or one CDK joined with a secret's ARN (Fn::Join starting with the reference)."""
     if isinstance(value, str):
-        return value.startswith("{{resolve:")
+        return is_dynamic_reference(value)
     join = value.get("Fn::Join") if isinstance(value, dict) else None
     if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list) and join[1]:
-        return isinstance(join[1][0], str) and join[1][0].startswith("{{resolve:")
+        return isinstance(join[1][0], str) and is_dynamic_reference(join[1][0])
     return False
 
 
@@ -65,7 +65,7 @@ def _plaintext_tokens(logical_id: str, environment: Any) -> list[Finding]:
             "pass the token as hf_token (a Secrets Manager secret), which renders a dynamic reference",
             logical_id,
         )
-        for key in _TOKEN_VARIABLES
+        for key in TOKEN_VARIABLES
         if key in environment and not _is_dynamic_reference(environment[key])
     ]
 
