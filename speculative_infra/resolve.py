@@ -15,9 +15,13 @@ from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.host_fit import choose_host
-from speculative_infra.sizing import MemoryPlan, memory_plan
+from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
 from speculative_infra.spec import DeploymentSpec
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
+
+# Concurrent sequences per engine when the spec does not say: vLLM's default on GPUs under 70 GiB, kept on
+# larger ones so the default memory plan and scaling target stay modest (the summary says so).
+LIBRARY_MAX_NUM_SEQS = 256
 
 
 class HostImage(BaseModel):
@@ -283,13 +287,26 @@ def _resolve_engine(
             engine[flag] = True
             defaults.append(f"engine.{flag}=true")
     if "max_num_seqs" not in engine:
-        engine["max_num_seqs"] = 256
-        defaults.append("engine.max_num_seqs=256 (vLLM's default on GPUs under 70 GiB)")
+        engine["max_num_seqs"] = LIBRARY_MAX_NUM_SEQS
+        defaults.append(f"engine.max_num_seqs={LIBRARY_MAX_NUM_SEQS} ({_max_num_seqs_reason(instance, cat)})")
     if "max_model_len" not in engine and model is not None:
         engine["max_model_len"] = _default_max_model_len(
             engine, instance, model, draft, speculative, vllm_version, cat, defaults
         )
     return engine
+
+
+def _max_num_seqs_reason(instance: InstanceType | None, cat: Catalog) -> str:
+    if instance is None:
+        return "the library's default"
+    _, vllm_default = serve_defaults(cat.vllm.memory_overheads, instance.gpu_name, instance.gpu.memory_mib)
+    if vllm_default == LIBRARY_MAX_NUM_SEQS:
+        return f"vLLM's default on {instance.gpu_name}"
+    # Written out either way, so the memory plan, the scaling target and the container agree on it.
+    return (
+        f"the library's default; vLLM's own on {instance.gpu_name} is {vllm_default}: "
+        "set engine.max_num_seqs for more concurrent sequences per GPU"
+    )
 
 
 def _default_max_model_len(

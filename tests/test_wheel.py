@@ -45,7 +45,8 @@ def test_wheel_contents(wheel):
     assert "speculative_infra/py.typed" in names
     assert "speculative_infra/catalog/data/instances.yaml" in names
     assert "speculative_infra/catalog/data/vllm/0.15.1.json" in names
-    assert "speculative_infra/handlers/optimization_job/handler.py" in names
+    assert "speculative_infra_lambda/optimization_job/handler.py" in names
+    assert "speculative_infra_lambda/endpoint_benchmark/handler.py" in names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
 
 

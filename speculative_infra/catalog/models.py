@@ -309,9 +309,23 @@ class MemoryOverheads(Sourced):
     small_gpu_defaults: tuple[int, int]
 
 
+class SpeculativeFacts(Sourced):
+    """How vLLM's SpeculativeConfig treats a draft, in every catalog release."""
+
+    draft_checkpoint_methods: frozenset[str]  # methods that need speculative.model
+    method_keys: dict[str, tuple[str, ...]]  # keys only one method reads
+    draft_tensor_parallel_sizes: tuple[int | Literal["target"], ...]  # "target": the target's TP
+
+    def allowed_draft_tensor_parallel(self, target_tensor_parallel: int) -> list[int]:
+        return sorted(
+            {target_tensor_parallel if s == "target" else s for s in self.draft_tensor_parallel_sizes}
+        )
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     lora_with_speculative: SupportFact
+    speculative: SpeculativeFacts
     memory_overheads: MemoryOverheads
 
 

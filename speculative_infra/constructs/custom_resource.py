@@ -6,6 +6,8 @@ No AWS managed policies: every role gets an inline policy for its own log group 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
+from importlib import resources
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
@@ -18,7 +20,7 @@ from constructs import Construct
 
 from speculative_infra.constructs.nag import acknowledge
 
-HANDLERS_DIR = Path(__file__).resolve().parent.parent / "handlers"
+LAMBDA_PACKAGE = "speculative_infra_lambda"  # the top-level lambda/ folder, as installed (setup.py)
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # cdk-nag L1: the newest Python runtime
 
 
@@ -42,10 +44,18 @@ def _log_group(scope: Construct, construct_id: str) -> logs.LogGroup:
     )
 
 
+@cache
+def handlers_dir() -> Path:
+    """Where the installed distribution keeps the handler folders: found through the import system, so
+    a wheel in someone else's app works the same as this checkout."""
+    return Path(str(resources.files(LAMBDA_PACKAGE)))
+
+
 def handler_code(package: str) -> lambda_.Code:
     """The handlers folder as an asset, with only the one handler package the function runs."""
-    others = [p.name for p in HANDLERS_DIR.iterdir() if p.is_dir() and p.name not in (package, "__pycache__")]
-    return lambda_.Code.from_asset(str(HANDLERS_DIR), exclude=["**/__pycache__", "*.pyc", *others])
+    root = handlers_dir()
+    others = [p.name for p in root.iterdir() if p.is_dir() and p.name not in (package, "__pycache__")]
+    return lambda_.Code.from_asset(str(root), exclude=["**/__pycache__", "*.pyc", *others])
 
 
 def handler_function(
@@ -59,7 +69,7 @@ def handler_function(
     environment: Mapping[str, str] | None = None,
     code: lambda_.Code | None = None,
 ) -> lambda_.Function:
-    """A Python handler (default code: its package under speculative_infra/handlers), with its own log
+    """A Python handler (default code: its folder under lambda/), with its own log
     group and role."""
     log_group = _log_group(scope, f"{construct_id}Logs")
     role = _logging_role(scope, f"{construct_id}Role", log_group, f"speculative-infra {description}")

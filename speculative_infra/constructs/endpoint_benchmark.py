@@ -18,7 +18,7 @@ from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from speculative_infra.constructs.benchmark_target import Benchmarkable
-from speculative_infra.constructs.custom_resource import handler_function, provider
+from speculative_infra.constructs.custom_resource import handler_function, handlers_dir, provider
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
 
@@ -129,9 +129,7 @@ def stage_handler_code() -> str:
     for name in ("__init__.py", "_version.py"):
         shutil.copy2(PACKAGE_DIR / name, package / name)
     shutil.copytree(PACKAGE_DIR / "benchmark", package / "benchmark", ignore=ignore)
-    shutil.copytree(
-        PACKAGE_DIR / "handlers" / "endpoint_benchmark", staging / "endpoint_benchmark", ignore=ignore
-    )
+    shutil.copytree(handlers_dir() / "endpoint_benchmark", staging / "endpoint_benchmark", ignore=ignore)
     return str(staging)
 
 

@@ -13,6 +13,7 @@ from constructs import Construct, Node
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import InstanceType
+from speculative_infra.constructs.endpoint_resources import create_endpoint
 from speculative_infra.constructs.execution_role import create_execution_role
 from speculative_infra.constructs.image import stack_region
 from speculative_infra.constructs.policies import grant_invoke
@@ -111,20 +112,16 @@ class InferenceComponentEndpoint(Construct):
         )
         self._initial_instance_count = initial
         self._routing_strategy = routing_strategy
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
+        resources = create_endpoint(
             self,
-            "EndpointConfig",
-            execution_role_arn=self.role.role_arn,
-            production_variants=[self._variant()],
-            kms_key_id=kms_key.key_arn if kms_key is not None else None,
-        )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self,
-            "Endpoint",
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            variant=self._variant(),
+            role=self.role,
+            kms_key=kms_key,
             endpoint_name=endpoint_name,
+            config_role=True,
         )
-        self.endpoint.node.add_dependency(self.role)
+        self.endpoint_config = resources.config
+        self.endpoint = resources.endpoint
         self.endpoint_name: str = self.endpoint.attr_endpoint_name
         self.endpoint_arn: str = self.endpoint.ref
         self.endpoint_config_name: str = self.endpoint_config.attr_endpoint_config_name

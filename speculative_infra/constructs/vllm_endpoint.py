@@ -20,6 +20,7 @@ from speculative_infra.check import CheckResult
 from speculative_infra.constructs.benchmark_target import BenchmarkTarget
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
+from speculative_infra.constructs.endpoint_resources import create_endpoint
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
@@ -333,36 +334,29 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         download_default, startup_default = default_timeouts(self.resolved)
         host = self.resolved.host
         self.variant_name = VARIANT_NAME
-        self.endpoint_config = sagemaker.CfnEndpointConfig(
+        resources = create_endpoint(
             self,
-            "EndpointConfig",
-            production_variants=[
-                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                    variant_name=VARIANT_NAME,
-                    model_name=self.model.attr_model_name,
-                    instance_type=spec.instance_type,
-                    initial_instance_count=spec.instance_count,
-                    inference_ami_version=host.inference_ami_version if host else None,
-                    volume_size_in_gb=spec.volume_size_in_gb,
-                    container_startup_health_check_timeout_in_seconds=timeout_seconds(
-                        startup_timeout, "container_startup_health_check_timeout", startup_default
-                    ),
-                    model_data_download_timeout_in_seconds=timeout_seconds(
-                        download_timeout, "model_data_download_timeout", download_default
-                    ),
-                )
-            ],
-            kms_key_id=kms_key.key_arn if kms_key is not None else None,
-        )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self,
-            "Endpoint",
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            variant=sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                variant_name=VARIANT_NAME,
+                model_name=self.model.attr_model_name,
+                instance_type=spec.instance_type,
+                initial_instance_count=spec.instance_count,
+                inference_ami_version=host.inference_ami_version if host else None,
+                volume_size_in_gb=spec.volume_size_in_gb,
+                container_startup_health_check_timeout_in_seconds=timeout_seconds(
+                    startup_timeout, "container_startup_health_check_timeout", startup_default
+                ),
+                model_data_download_timeout_in_seconds=timeout_seconds(
+                    download_timeout, "model_data_download_timeout", download_default
+                ),
+            ),
+            role=self.role,
+            kms_key=kms_key,
             endpoint_name=endpoint_name,
             deployment_config=_deployment_config(guardrails),
         )
-        # The container pulls its image with the role's policy: create the endpoint only once it exists.
-        self.endpoint.node.add_dependency(self.role)
+        self.endpoint_config = resources.config
+        self.endpoint = resources.endpoint
         self.model_name: str = self.model.attr_model_name
         self.endpoint_config_name: str = self.endpoint_config.attr_endpoint_config_name
         self.endpoint_name = self.endpoint.attr_endpoint_name

@@ -13,20 +13,12 @@ from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
 
-# Methods that load a separate draft checkpoint (speculative.model): vLLM raises "num_speculative_tokens
-# was provided but without speculative model" when it is missing. ngram and suffix draft from the
-# prompt and output, mtp from the target's own MTP layers.
-DRAFT_CHECKPOINT_METHODS = frozenset({"eagle", "eagle3", "draft_model", "medusa", "mlp_speculator", "dflash"})
-# Keys that only one method reads; under another method vLLM ignores them.
-_METHOD_KEYS: dict[str, tuple[str, ...]] = {
-    "ngram": ("prompt_lookup_max", "prompt_lookup_min"),
-    "suffix": (
-        "suffix_decoding_max_tree_depth",
-        "suffix_decoding_max_cached_requests",
-        "suffix_decoding_max_spec_factor",
-        "suffix_decoding_min_token_prob",
-    ),
-}
+
+def needs_draft_checkpoint(method: object) -> bool:
+    """Does vLLM load a separate draft checkpoint (speculative.model) for this method?"""
+    return method in load_catalog().vllm.speculative.draft_checkpoint_methods
+
+
 _FETCH = "speculative-infra facts fetch"
 
 
@@ -151,14 +143,14 @@ def mtp_needs_mtp_layers(d: ResolvedDeployment) -> Iterator[Violation]:
     name="draft-checkpoint-given",
     severity=Severity.ERROR,
     title="Methods that draft with a checkpoint name it",
-    rationale="eagle, eagle3, draft_model, dflash, medusa and mlp_speculator load speculative.model; without it "
+    rationale="EAGLE, EAGLE3, draft-model and the other checkpoint methods load speculative.model; without it "
     "vLLM refuses to start.",
 )
 def draft_checkpoint_given(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative:
         return
     method = d.speculative.get("method")
-    if method in DRAFT_CHECKPOINT_METHODS and not d.speculative.get("model"):
+    if needs_draft_checkpoint(method) and not d.speculative.get("model"):
         yield Violation(
             message=f"speculative.method {method!r} needs a draft checkpoint and speculative.model is not set",
             fix=f"set speculative.model to the draft's Hugging Face id or path ({_draft_fix(d)})",
@@ -222,7 +214,8 @@ def speculative_keys_fit_method(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative:
         return
     method = d.speculative.get("method")
-    for owner, keys in _METHOD_KEYS.items():
+    method_keys = load_catalog().vllm.speculative.method_keys
+    for owner, keys in method_keys.items():
         if method == owner:
             continue
         for key in keys:
@@ -232,7 +225,7 @@ def speculative_keys_fit_method(d: ResolvedDeployment) -> Iterator[Violation]:
                     fix=f"remove speculative.{key}, or use method {owner!r}",
                     field=f"speculative.{key}",
                 )
-    if method in _METHOD_KEYS and d.speculative.get("model"):
+    if method in method_keys and d.speculative.get("model"):
         yield Violation(
             message=f"speculative.model is ignored by method {method!r}, which drafts without a checkpoint",
             fix="remove speculative.model, or use eagle3 with this draft",

@@ -5,10 +5,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.vllm_release import available_vllm_versions, load_vllm_release
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
-from speculative_infra.rules.draft_structure import DRAFT_CHECKPOINT_METHODS, shape_mismatches
+from speculative_infra.rules.draft_structure import needs_draft_checkpoint, shape_mismatches
 from speculative_infra.rules.finding import Severity, Violation
 
 
@@ -142,7 +143,7 @@ def num_speculative_tokens(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     n = d.speculative.get("num_speculative_tokens")
     if n is None:
-        if d.speculative.get("method") in DRAFT_CHECKPOINT_METHODS:
+        if needs_draft_checkpoint(d.speculative.get("method")):
             yield Violation(
                 message=f"speculative.num_speculative_tokens is required for method {d.speculative.get('method')!r}",
                 fix="set speculative.num_speculative_tokens (3 to 5 is typical for EAGLE3)",
@@ -167,7 +168,7 @@ def draft_tensor_parallel(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative or "draft_tensor_parallel_size" not in d.speculative:
         return
     value = d.speculative["draft_tensor_parallel_size"]
-    allowed = sorted({1, d.tensor_parallel_size})
+    allowed = load_catalog().vllm.speculative.allowed_draft_tensor_parallel(d.tensor_parallel_size)
     if value not in allowed:
         yield Violation(
             message=f"speculative.draft_tensor_parallel_size is {value!r}; allowed: "

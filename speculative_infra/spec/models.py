@@ -66,7 +66,10 @@ class ModelSpec(BaseModel):
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
     weights_gb: float | None = Field(default=None, gt=0)
     quantization: Literal["mxfp4", "fp8", "awq", "gptq"] | None = None
+    quantized_parameters_billion: float | None = Field(default=None, gt=0)
     vocab_size: int | None = Field(default=None, ge=1)
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window_layers: int | None = Field(default=None, ge=0)
     mtp_layers: int | None = Field(default=None, ge=0)
     gated: bool | None = None
 

@@ -7,7 +7,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from speculative_infra import CompatibilityError, EagleOptimizationJob, SpeculativeVllmEndpoint
-from speculative_infra.constructs.custom_resource import HANDLERS_DIR
+from speculative_infra.constructs.custom_resource import handlers_dir
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 
 
@@ -145,7 +145,7 @@ def test_endpoint_mounts_the_trained_draft():
 
 
 def test_lambda_asset_contains_the_handler():
-    assert (HANDLERS_DIR / "optimization_job" / "handler.py").is_file()
+    assert (handlers_dir() / "optimization_job" / "handler.py").is_file()
     template, _ = synth_stack(job)
     template.has_resource_properties(
         "AWS::Lambda::Function", {"Handler": "optimization_job.handler.on_event", "Runtime": "python3.14"}

@@ -23,7 +23,9 @@ from speculative_infra import (
 )
 from speculative_infra.check import check
 
-ROWS: list[dict[str, Any]] = yaml.safe_load((Path(__file__).parent / "observations.yaml").read_text())["rows"]
+TABLE = yaml.safe_load((Path(__file__).parent / "observations.yaml").read_text())
+ROWS: list[dict[str, Any]] = TABLE["rows"]
+KNOWN_GAPS: list[dict[str, Any]] = TABLE["known_gaps"]
 REGION = "us-east-1"  # every row's instance type and inference components are offered there
 
 
@@ -78,8 +80,8 @@ def _build(row: dict[str, Any]) -> cdk.Stack:
 
 # A ratchet, not the goal: the table is asked to reach 25 rows with 10 failures (issue 13). These are
 # the rows public sources could back so far; raise the numbers as rows are added, never lower them.
-MIN_ROWS = 23
-MIN_FAILURES = 6
+MIN_ROWS = 27
+MIN_FAILURES = 9
 
 
 def test_the_table_is_large_enough_and_sourced() -> None:
@@ -90,6 +92,10 @@ def test_the_table_is_large_enough_and_sourced() -> None:
         assert row["source"].strip() and row["confidence"] in ("verified", "reported"), row["id"]
         assert row["outcome"] in ("works", "fails"), row["id"]
         assert row["outcome"] == "works" or row.get("failure"), f"{row['id']}: a failure says what failed"
+    for gap in KNOWN_GAPS:  # checked here, outside the expected failure, so a malformed row cannot hide
+        assert gap["outcome"] == "fails" and gap["failure"] and gap["gap"] and gap["source"], gap["id"]
+        assert gap["confidence"] in ("verified", "reported"), gap["id"]
+        check(_spec(gap))  # a valid spec: the expected failure below is the verdict, not a spec error
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
@@ -104,6 +110,16 @@ def test_check_agrees_with_what_happened(row: dict[str, Any]) -> None:
         )
         if row.get("codes"):
             assert set(row["codes"]) <= {f.code for f in result.errors}, errors
+
+
+@pytest.mark.parametrize(
+    "row",
+    [pytest.param(r, id=r["id"], marks=pytest.mark.xfail(strict=True, reason=r["gap"])) for r in KNOWN_GAPS],
+)
+def test_known_gaps_are_still_gaps(row: dict[str, Any]) -> None:
+    """Each of these failed in the world and `check` still calls it deployable: when one starts passing,
+    strict xfail fails the suite, and the row moves into `rows`."""
+    assert not check(_spec(row)).ok
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])

@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 from mypy_boto3_sagemaker import SageMakerClient
 
-from speculative_infra.handlers.optimization_job import handler
+from speculative_infra_lambda.optimization_job import handler
 
 
 @pytest.fixture(autouse=True)

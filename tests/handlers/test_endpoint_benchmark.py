@@ -11,11 +11,11 @@ import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
-from speculative_infra.handlers.endpoint_benchmark import handler
-from speculative_infra.handlers.endpoint_benchmark.emf import NAMESPACE, level_metrics_line
-from speculative_infra.handlers.endpoint_benchmark.events import Gates, PropertyError, parse_event
-from speculative_infra.handlers.endpoint_benchmark.gates import gate_failures
-from speculative_infra.handlers.endpoint_benchmark.runner import BenchmarkFailed, BenchmarkGateFailed
+from speculative_infra_lambda.endpoint_benchmark import handler
+from speculative_infra_lambda.endpoint_benchmark.emf import NAMESPACE, level_metrics_line
+from speculative_infra_lambda.endpoint_benchmark.events import Gates, PropertyError, parse_event
+from speculative_infra_lambda.endpoint_benchmark.gates import gate_failures
+from speculative_infra_lambda.endpoint_benchmark.runner import BenchmarkFailed, BenchmarkGateFailed
 from tests.benchmark.conftest import SCENARIOS
 from tests.benchmark.stand_ins.server import ServerProcess
 

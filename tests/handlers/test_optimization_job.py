@@ -20,10 +20,10 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from mypy_boto3_sagemaker import SageMakerClient
 
-from speculative_infra.handlers import optimization_job
-from speculative_infra.handlers.optimization_job import handler
-from speculative_infra.handlers.optimization_job.events import DATA_KEYS, PropertyError
-from speculative_infra.handlers.optimization_job.job import OptimizationJobFailed, OptimizationJobMissing
+from speculative_infra_lambda import optimization_job
+from speculative_infra_lambda.optimization_job import handler
+from speculative_infra_lambda.optimization_job.events import DATA_KEYS, PropertyError
+from speculative_infra_lambda.optimization_job.job import OptimizationJobFailed, OptimizationJobMissing
 
 JOB = "eagle-qwen3-32b-1a2b3c4d5e"
 NEW_JOB = "eagle-qwen3-32b-9f8e7d6c5b"

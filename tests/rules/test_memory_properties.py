@@ -91,7 +91,15 @@ def _plan(model_id: str, memory_gib: float, tp: int = 1, kv: str = "auto", draft
         model=CAT.model(model_id),
         draft=CAT.draft(draft_name) if draft_name else None,
         speculative={"method": "eagle3", "model": draft_name} if draft_name else None,
-        engine={"dtype": "bfloat16", "kv_cache_dtype": kv, "gpu_memory_utilization": 0.9},
+        # Batch settings pinned: vLLM's own defaults grow with GPU memory (a larger activation peak above
+        # 70 GiB), so "more memory, more KV cache" holds only at fixed batch settings.
+        engine={
+            "dtype": "bfloat16",
+            "kv_cache_dtype": kv,
+            "gpu_memory_utilization": 0.9,
+            "max_num_batched_tokens": 2048,
+            "max_num_seqs": 256,
+        },
         gpu_name="H100",
         gpu_memory_mib=memory_gib * 1024,
         tensor_parallel_size=tp,

@@ -238,3 +238,57 @@ def test_methods_without_a_checkpoint_take_no_draft_memory():
     ).deployment
     plan = deployment.memory_plan()
     assert plan is not None and plan.draft_mib == 0 and not plan.draft_estimated
+
+
+def test_draft_tensor_parallel_follows_vllm_not_the_catalog():
+    """vllm/config/speculative.py _verify_and_get_draft_tp (v0.11.0 onward): 1 or the target's TP."""
+    spec = {"instance_type": "ml.g6e.12xlarge", "engine": {"tensor_parallel_size": 4}}
+    for draft_tp, refused in ((1, False), (2, True), (4, False), (8, True)):
+        findings = _findings({**spec, "speculative": {"draft_tensor_parallel_size": draft_tp}})
+        assert ("SI405" in {f.code for f in findings}) is refused, draft_tp
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "vllm_default"),
+    # vllm/engine/arg_utils.py (v0.11.0 onward): max_num_seqs 1024 on GPUs of 70 GiB or more (A100 excepted),
+    # 256 below.
+    [("ml.g6e.12xlarge", 256), ("ml.p5.48xlarge", 1024), ("ml.p4de.24xlarge", 256)],
+)
+def test_default_max_num_seqs_says_how_it_relates_to_vllms(instance_type, vllm_default):
+    result = check(
+        deep_merge(REFERENCE_SPEC, {"instance_type": instance_type, "engine": {"max_num_seqs": None}})
+    )
+    (line,) = [d for d in result.deployment.defaults if d.startswith("engine.max_num_seqs=")]
+    assert result.deployment.engine["max_num_seqs"] == 256
+    assert ("vLLM's default" in line) is (vllm_default == 256), line
+    assert (str(vllm_default) in line.split("(", 1)[1]) is (vllm_default != 256), line
+
+
+def test_documented_model_fields_reach_the_memory_model():
+    """docs/spec.md lists sliding_window, sliding_window_layers and quantized_parameters_billion for models
+    outside the catalog: given inline, they change the plan as they do for a catalog model."""
+    base = {
+        "id": "example/gpt-oss-like",
+        "architecture": "GptOssForCausalLM",
+        "model_type": "gpt_oss",
+        "parameters_billion": 20.9,
+        "quantization": "mxfp4",
+        "num_hidden_layers": 24,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "hidden_size": 2880,
+        "max_position_embeddings": 131072,
+        "vocab_size": 201088,
+        "dtype": "bfloat16",
+    }
+    spec = {"instance_type": "ml.g6e.xlarge", "speculative": None, "engine": {"max_model_len": 131072}}
+
+    def plan(**extra):
+        result = check(deep_merge(REFERENCE_SPEC, {**spec, "model": {**base, **extra}}))
+        return result.deployment.memory_plan()
+
+    plain, windowed = plan(), plan(sliding_window=128, sliding_window_layers=12)
+    assert windowed.kv_mib(131072) < 0.6 * plain.kv_mib(131072)  # half the layers hold 128 tokens
+    # Only the experts are MXFP4: the other 1.79 B parameters count at bf16 width.
+    assert plan(quantized_parameters_billion=19.11).weights_mib > plain.weights_mib
