@@ -5,6 +5,11 @@ baseline process that synthesizes the app's own templates through `cloudformatio
 (the same resources, no library code), alternating, each in a fresh process, and prints the median wall
 time of each and their ratio. Target: <= 1.15x.
 
+Each process also times its own phases (importing the CDK; importing the library; building the
+constructs; `app.synth()`), so the gap can be attributed: the library's imports include the CDK modules
+its L2 constructs need (Lambda, Logs, Step Functions, custom resources, S3), which the baseline never
+imports.
+
     .venv/bin/python benchmarks/bench_synth.py [--runs 5]
 """
 
@@ -21,11 +26,29 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Both processes print their phase times as one JSON line on stderr.
+APP = """
+import json, runpy, sys, time
+start = time.perf_counter()
+import aws_cdk as cdk
+cdk_imported = time.perf_counter()
+import speculative_infra.constructs.vllm_endpoint, speculative_infra.constructs.lmi_component
+library_imported = time.perf_counter()
+app_module = runpy.run_path("app.py", run_name="bench")
+app = app_module["build_app"](sys.argv[1])
+built = time.perf_counter()
+app.synth()
+done = time.perf_counter()
+print(json.dumps({"import_cdk": cdk_imported - start, "import_library": library_imported - cdk_imported,
+                  "build": built - library_imported, "synth": done - built}), file=sys.stderr)
+"""
 BASELINE = """
-import json, sys
+import json, sys, time
 from pathlib import Path
+start = time.perf_counter()
 import aws_cdk as cdk
 from aws_cdk import cloudformation_include as cfn_inc
+cdk_imported = time.perf_counter()
 
 source = Path(sys.argv[1])
 app = cdk.App(outdir=sys.argv[2])
@@ -37,14 +60,28 @@ for name, artifact in manifest["artifacts"].items():
     env = None if region == "unknown-region" else cdk.Environment(region=region)
     stack = cdk.Stack(app, name, env=env, synthesizer=cdk.DefaultStackSynthesizer(generate_bootstrap_version_rule=False))
     cfn_inc.CfnInclude(stack, "Template", template_file=str(source / artifact["properties"]["templateFile"]))
+built = time.perf_counter()
 app.synth()
+done = time.perf_counter()
+print(json.dumps({"import_cdk": cdk_imported - start, "import_library": 0.0, "build": built - cdk_imported,
+                  "synth": done - built}), file=sys.stderr)
 """
+PHASES = ("import_cdk", "import_library", "build", "synth")
 
 
-def _run(argv: list[str], env: dict[str, str]) -> float:
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, dict[str, float]]:
+    """Wall time of the whole process, and the phase times it reports."""
     start = time.perf_counter()
-    subprocess.run(argv, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    done = subprocess.run(
+        argv, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    wall = time.perf_counter() - start
+    phases = [line for line in done.stderr.decode().splitlines() if line.startswith('{"import_cdk"')]
+    return wall, json.loads(phases[-1]) if phases else {}
+
+
+def _median_phases(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {p: round(statistics.median(r[p] for r in runs), 3) for p in PHASES if all(p in r for r in runs)}
 
 
 def main() -> int:
@@ -56,14 +93,21 @@ def main() -> int:
         reference = Path(tmp) / "reference"
         app_env = {**env, "CDK_OUTDIR": str(reference)}
         _run([sys.executable, "app.py"], app_env)  # the templates the baseline includes (and a warm-up)
-        script = Path(tmp) / "baseline.py"
+        script, app_script = Path(tmp) / "baseline.py", Path(tmp) / "app_phases.py"
         script.write_text(BASELINE)
-        library, raw = [], []
+        app_script.write_text(APP)
+        library, raw, library_phases, raw_phases = [], [], [], []
         for i in range(args.runs):
-            library.append(
-                _run([sys.executable, "app.py"], {**env, "CDK_OUTDIR": str(Path(tmp) / f"app{i}")})
+            wall, _ = _run([sys.executable, "app.py"], {**env, "CDK_OUTDIR": str(Path(tmp) / f"app{i}")})
+            library.append(wall)
+            wall, phases = _run(
+                [sys.executable, str(script), str(reference), str(Path(tmp) / f"raw{i}")], env
             )
-            raw.append(_run([sys.executable, str(script), str(reference), str(Path(tmp) / f"raw{i}")], env))
+            raw.append(wall)
+            raw_phases.append(phases)
+            # Phases of the app come from a separate, instrumented run (the timed run is plain `python app.py`).
+            _, phases = _run([sys.executable, str(app_script), str(Path(tmp) / f"phases{i}")], env)
+            library_phases.append(phases)
     lib_median, raw_median = statistics.median(library), statistics.median(raw)
     ratios = [a / b for a, b in zip(library, raw, strict=True)]
     result = {
@@ -73,6 +117,8 @@ def main() -> int:
         "ratio_of_medians": round(lib_median / raw_median, 3),
         "median_paired_ratio": round(statistics.median(ratios), 3),
         "target": 1.15,
+        "phases_app_s": _median_phases(library_phases),
+        "phases_raw_l1_s": _median_phases(raw_phases),
     }
     print(json.dumps(result, indent=2))
     return 0
