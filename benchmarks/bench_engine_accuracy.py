@@ -1,5 +1,11 @@
 """How right and how cheap is the benchmark engine? Runs it against local stand-in servers.
 
+Part 0, the table of issue 16: against a ground truth with known timings (TTFT 200 ms, one token per
+20 ms chunk, 560-token streams, closed loop, N = 2C measured after C warm-ups) at C = 64, 128 and 256
+on one client core, for every transport: the HTTP one (aiohttp), the SageMaker asyncio client and the
+SageMaker boto3 client. Targets at C = 256: median TTFT error <= 2 ms, p99 TTFT error <= 10 ms,
+output-throughput error <= 1 %, p99 client lag <= 5 ms. ``--table`` runs only this part.
+
 Part 1, accuracy: the engine's median TTFT, median TPOT and output throughput against the
 configured truth of the stand-in server (targets: 2 ms, 2 ms, 2 %), for the HTTP (aiohttp)
 and SageMaker (boto3 through the AWS event-stream wire format) transports.
@@ -48,6 +54,14 @@ INPUT_TOKENS = 1000
 LAG_LIMIT_MS = 5.0
 
 ACCURACY = Behavior(ttft_s=0.1, chunk_interval_s=0.01, tokens_per_chunk=2)
+TABLE = Behavior(ttft_s=0.2, chunk_interval_s=0.02, tokens_per_chunk=1)
+TABLE_TARGETS = {
+    "median_ttft_error_ms": 2.0,
+    "p99_ttft_error_ms": 10.0,
+    "throughput_error_pct": 1.0,
+    "p99_client_lag_ms": 5.0,
+}
+KINDS = ("http", "sagemaker-asyncio", "sagemaker-boto3")
 PROFILES = {
     # 50 tok/s per stream, one token per chunk: the most chunks a client has to read.
     "1tok": Behavior(ttft_s=0.1, chunk_interval_s=0.02, tokens_per_chunk=1),
@@ -87,7 +101,10 @@ def run(config: BenchmarkConfig) -> Run:
 def target(kind: str, server: ServerProcess, scenario: str) -> HttpTarget | SageMakerTarget:
     if kind == "http":
         return HttpTarget(base_url=f"{server.base_url}/{scenario}", model="stand-in-model")
-    return SageMakerTarget(endpoint_name=scenario, region="us-east-1", endpoint_url=server.base_url)
+    client = "boto3" if kind == "sagemaker-boto3" else "asyncio"
+    return SageMakerTarget(
+        endpoint_name=scenario, region="us-east-1", endpoint_url=server.base_url, client=client
+    )
 
 
 def server_view(truth: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -134,6 +151,60 @@ def accuracy(server: ServerProcess, kind: str, levels: tuple[int, ...]) -> list[
             }
         )
     return rows
+
+
+def table(server: ServerProcess, kind: str, levels: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Errors against the configured truth: TTFT 200 ms exactly, every chunk 20 ms after the last."""
+    behavior = TABLE
+    e2el = behavior.expected_e2el_s(OUTPUT_TOKENS)
+    rows = []
+    for concurrency in levels:
+        config = BenchmarkConfig(
+            target=target(kind, server, "table"),
+            workload=WorkloadConfig(input_tokens=INPUT_TOKENS, output_tokens=OUTPUT_TOKENS, seed=3),
+            load=LoadConfig(
+                concurrency_levels=(concurrency,),
+                requests_per_level=2 * concurrency,
+                warmup_requests=concurrency,
+            ),
+        )
+        server.truth(clear=True)
+        result = run(config)
+        truth = server_view(server.truth(clear=True))
+        [level] = result.levels
+        measured = [r for r in result.records if r.phase == "measured" and r.status == "ok"]
+        server_ttft = sorted(
+            (truth[r.request_id]["first_content_at"] - truth[r.request_id]["received_at"]) * 1000
+            for r in measured
+            if r.request_id in truth
+        )
+        assert level.median_ttft_ms and level.p99_ttft_ms and level.output_throughput
+        configured_ms = behavior.ttft_s * 1000
+        row = {
+            "transport": kind,
+            "concurrency": concurrency,
+            "requests": level.completed,
+            "median_ttft_error_ms": level.median_ttft_ms - configured_ms,
+            "p99_ttft_error_ms": level.p99_ttft_ms - configured_ms,
+            "server_p99_ttft_late_ms": _p99(server_ttft) - configured_ms,
+            "throughput_error_pct": (level.output_throughput * e2el / (concurrency * OUTPUT_TOKENS) - 1)
+            * 100,
+            "p99_client_lag_ms": level.p99_client_lag_ms or 0.0,
+            "client_cpu_pct": 100 * result.cpu_s / result.wall_s,
+        }
+        row["meets_targets"] = all(abs(row[k]) <= v for k, v in TABLE_TARGETS.items())
+        rows.append(row)
+        print(_table_line(row), flush=True)
+    return rows
+
+
+def _table_line(row: dict[str, Any]) -> str:
+    return (
+        f"  {row['transport']:17} C={row['concurrency']:<4} TTFT error p50 {row['median_ttft_error_ms']:+6.2f} ms"
+        f"  p99 {row['p99_ttft_error_ms']:+7.2f} ms (server itself {row['server_p99_ttft_late_ms']:+5.2f})"
+        f"  throughput {row['throughput_error_pct']:+6.2f}%  lag p99 {row['p99_client_lag_ms']:6.2f} ms"
+        f"  client CPU {row['client_cpu_pct']:3.0f}%  {'meets targets' if row['meets_targets'] else 'MISSES'}"
+    )
 
 
 def _p99(values: list[float]) -> float:
@@ -212,7 +283,7 @@ def _capacity_line(row: dict[str, Any]) -> str:
     if row["ok"] and not row["ok_strict"]:
         verdict += " (but reads late)"
     return (
-        f"  {row['transport']:9} {row['profile']:4} C={row['concurrency']:<4} {row['chunks_per_s']:6.0f} chunks/s"
+        f"  {row['transport']:17} {row['profile']:4} C={row['concurrency']:<4} {row['chunks_per_s']:6.0f} chunks/s"
         f"  lag p50/p99 {row['p50_client_lag_ms']:4.2f}/{row['p99_client_lag_ms']:5.2f} ms"
         f"  TTFT excess p99 {row['p99_ttft_excess_ms']:5.2f} ms  ITL p50/p99 {row['median_itl_ms']:4.1f}/"
         f"{row['p99_itl_ms']:5.1f} ms  thr err {row['throughput_error_pct']:+.2f}%"
@@ -226,6 +297,13 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer levels (about 1.5 minutes)")
+    parser.add_argument(
+        "--table", action="store_true", help="only part 0, the transport table (about 6 minutes)"
+    )
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"transports of part 0 (default {','.join(KINDS)})"
+    )
+    parser.add_argument("--levels", default="64,128,256", help="concurrency levels of part 0")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "local-stand-in")  # boto3 signs; nothing leaves 127.0.0.1
@@ -233,21 +311,32 @@ def main() -> None:
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
 
     pinned = pin(0)
-    scenarios = {"accuracy": ACCURACY, **PROFILES}
+    scenarios = {"accuracy": ACCURACY, "table": TABLE, **PROFILES}
     started = time.perf_counter()
     out: dict[str, Any] = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "pinned": pinned}
     with ServerProcess(scenarios, cpu=1 if pinned else None) as server:
         print(f"client on CPU 0, server on CPU 1: {pinned}")
+        print(
+            f"Transport table: TTFT {TABLE.ttft_s * 1000:.0f} ms, one token per {TABLE.chunk_interval_s * 1000:.0f} ms "
+            f"chunk, {OUTPUT_TOKENS}-token streams, N = 2C after C warm-ups; targets {TABLE_TARGETS}"
+        )
+        levels_0 = tuple(int(c) for c in args.levels.split(","))
+        out["table"] = [row for kind in args.kinds.split(",") for row in table(server, kind, levels_0)]
+        if args.table:
+            out["wall_s"] = time.perf_counter() - started
+            if args.json:
+                args.json.write_text(json.dumps(out, indent=2))
+            return
         print(
             f"Accuracy: {INPUT_TOKENS} in / {OUTPUT_TOKENS} out tokens, server TTFT {ACCURACY.ttft_s * 1000:.0f} ms, "
             f"{ACCURACY.tokens_per_chunk} tokens per chunk every {ACCURACY.chunk_interval_s * 1000:.0f} ms "
             f"(TPOT {ACCURACY.expected_tpot_s(OUTPUT_TOKENS) * 1000:.3f} ms)"
         )
         levels = (1, 16) if args.quick else (1, 16, 64)
-        out["accuracy"] = accuracy(server, "http", levels) + accuracy(server, "sagemaker", levels)
+        out["accuracy"] = [row for kind in KINDS for row in accuracy(server, kind, levels)]
         for row in out["accuracy"]:
             print(
-                f"  {row['transport']:9} C={row['concurrency']:<3} TTFT p50 {row['median_ttft_ms']:7.2f} ms "
+                f"  {row['transport']:17} C={row['concurrency']:<3} TTFT p50 {row['median_ttft_ms']:7.2f} ms "
                 f"(vs configured {row['ttft_error_vs_configured_ms']:+.2f}, vs server {row['ttft_error_vs_server_ms']:+.2f})"
                 f"  TPOT p50 {row['median_tpot_ms']:.3f} ms ({row['tpot_error_vs_configured_ms']:+.3f})"
                 f"  output {row['output_throughput']:8.1f} tok/s ({row['throughput_error_pct']:+.2f}%)"
@@ -263,7 +352,8 @@ def main() -> None:
         else:
             rows += capacity(server, "http", "1tok", (256, 384), 0.25)
             rows += capacity(server, "http", "3tok", (256, 512), 0.25)
-            rows += capacity(server, "sagemaker", "3tok", (64, 256), 0.25)
+            rows += capacity(server, "sagemaker-asyncio", "3tok", (256, 512), 0.25)
+            rows += capacity(server, "sagemaker-boto3", "3tok", (64, 256), 0.25)
         out["capacity"] = rows
         for kind, profile in sorted({(r["transport"], r["profile"]) for r in rows}):
             mine = [r for r in rows if r["transport"] == kind and r["profile"] == profile]

@@ -65,16 +65,21 @@ def driver_fits(cat: Catalog, container: ContainerImage, gpu: Gpu, driver: int) 
     return drives_gpu(gpu, driver) and driver_fit(cat, container, gpu, driver).ok
 
 
-def fitting_host_image(cat: Catalog, container: ContainerImage, gpu: Gpu) -> str | None:
-    """The host image AWS recommends for the container's CUDA if it fits, else the oldest-driver one that does."""
+def fitting_host_image(cat: Catalog, container: ContainerImage, instance: InstanceType) -> str | None:
+    """The host image AWS recommends for the container's CUDA if it fits, else the newest-driver one that does
+    (the fewest compatibility layers between the image's CUDA and the driver); only images SageMaker offers on
+    the instance's family."""
+    gpu = instance.gpu
+
+    def fits(name: str) -> bool:
+        ami = cat.amis[name]
+        return ami.offered_on(instance.family) and driver_fits(cat, container, gpu, ami.driver)
+
     recommended = cat.recommended_amis.amis.get(container.cuda)
-    if recommended is not None and driver_fits(cat, container, gpu, cat.amis[recommended].driver):
+    if recommended is not None and fits(recommended):
         return recommended
-    fitting = [
-        name
-        for name, ami in sorted(cat.amis.items(), key=lambda item: (item[1].driver, item[0]))
-        if driver_fits(cat, container, gpu, ami.driver)
-    ]
+    newest_first = sorted(cat.amis.items(), key=lambda item: (-item[1].driver, item[0]))
+    fitting = [name for name, _ in newest_first if fits(name)]
     return fitting[0] if fitting else None
 
 
@@ -114,7 +119,7 @@ def choose_host(cat: Catalog, instance: InstanceType | None, container: Containe
                 f"SageMaker's default host for {instance.family}: its driver is not documented, but "
                 f"{observed} was observed to run there ({seen.source})",
             )
-    ami = fitting_host_image(cat, container, gpu)
+    ami = fitting_host_image(cat, container, instance)
     if ami is not None:
         return HostChoice(
             ami,

@@ -121,6 +121,10 @@ class SageMakerTarget(Record):
     endpoint_url: str | None = None
     """Override the runtime URL (tests, VPC endpoints). ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`` also works."""
     model: str | None = None
+    client: Literal["auto", "asyncio", "boto3"] = "auto"
+    """``asyncio``: every stream on one event loop (aiohttp with botocore's signer and event-stream
+    decoder), accurate to a few hundred streams per core. ``boto3``: one thread per stream, for places
+    without aiohttp (the EndpointBenchmark Lambda). ``auto``: asyncio when aiohttp is installed."""
 
     def describe(self) -> str:
         suffix = f"/{self.inference_component_name}" if self.inference_component_name else ""

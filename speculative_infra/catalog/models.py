@@ -113,10 +113,18 @@ class Price(Fact):
 # --- host images, CUDA ---------------------------------------------------------------------------
 
 
+class FamilyExclusion(Sourced):
+    families: list[str]
+
+
 class Ami(Sourced):
     driver: int
     cuda: str
     cuda_compat_mounting: bool
+    not_offered_on: FamilyExclusion | None = None  # instance families SageMaker refuses this image on
+
+    def offered_on(self, family: str) -> bool:
+        return self.not_offered_on is None or family not in self.not_offered_on.families
 
 
 class RecommendedAmis(Sourced):

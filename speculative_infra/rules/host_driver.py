@@ -136,3 +136,26 @@ def host_image_known(d: ResolvedDeployment) -> Iterator[Violation]:
         fix=_host_fix(d),
         field="inference_ami_version",
     )
+
+
+@rule(
+    code="SI215",
+    name="host-image-offered-on-family",
+    severity=Severity.ERROR,
+    title="SageMaker offers the host image on the instance family",
+    rationale="Some host images exist only for newer GPU families; SageMaker refuses the pairing when the endpoint "
+    "is created.",
+)
+def host_image_offered_on_family(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.host is None or d.host.inference_ami_version is None or d.instance is None:
+        return
+    ami = load_catalog().amis.get(d.host.inference_ami_version)
+    if ami is None or ami.offered_on(d.instance.family) or ami.not_offered_on is None:
+        return
+    yield Violation(
+        message=f"SageMaker does not offer host image {d.host.inference_ami_version} on {d.instance.family} "
+        f"instances ({d.instance.gpu_name}); it refuses the combination when the endpoint is created "
+        f"(source: {ami.not_offered_on.source})",
+        fix=_host_fix(d),
+        field="inference_ami_version",
+    )

@@ -1,4 +1,5 @@
-"""boto3's real InvokeEndpointWithResponseStream path against the stand-in's event stream."""
+"""Both SageMaker clients (boto3 threads, and asyncio with botocore's signer and decoder) against the
+stand-in's event stream; the stand-in verifies every SigV4 signature as the runtime API does."""
 
 from __future__ import annotations
 
@@ -19,10 +20,19 @@ from .stand_ins.server import ServerProcess
 
 pytestmark = pytest.mark.usefixtures("aws_env")
 OUTPUT_TOKENS = 24
+CLIENT = ["boto3"]
+
+
+@pytest.fixture(autouse=True, params=["boto3", "asyncio"])
+def client(request: pytest.FixtureRequest) -> str:
+    CLIENT[0] = request.param
+    return str(request.param)
 
 
 def target(server: ServerProcess, endpoint: str, **kwargs: Any) -> SageMakerTarget:
-    return SageMakerTarget(endpoint_name=endpoint, region="us-west-2", endpoint_url=server.base_url, **kwargs)
+    return SageMakerTarget(
+        endpoint_name=endpoint, region="us-west-2", endpoint_url=server.base_url, client=CLIENT[0], **kwargs
+    )
 
 
 def bench(
@@ -129,12 +139,14 @@ def test_endpoint_url_from_the_standard_environment_variable(
     stand_in: ServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", stand_in.base_url)
-    sm_target = SageMakerTarget(endpoint_name="steady", region="eu-west-1")
+    sm_target = SageMakerTarget(endpoint_name="steady", region="eu-west-1", client=CLIENT[0])
     [level] = bench(None, "steady", sm_target=sm_target, requests=1).levels
     assert level.completed == 1
 
 
-def test_connection_pool_is_sized_to_the_concurrency(stand_in: ServerProcess) -> None:
+def test_connection_pool_is_sized_to_the_concurrency(stand_in: ServerProcess, client: str) -> None:
+    if client != "boto3":
+        pytest.skip("the asyncio client has no pool limit to size")
     transport = SageMakerTransport(
         target(stand_in, "steady"), WorkloadConfig(), timeout_s=5, clock=MonotonicClock()
     )
@@ -160,7 +172,25 @@ def test_missing_credentials_stop_at_once(stand_in: ServerProcess, monkeypatch: 
 
 
 def test_missing_region_is_reported_not_raised(stand_in: ServerProcess) -> None:
-    sm_target = SageMakerTarget(endpoint_name="steady")
+    sm_target = SageMakerTarget(endpoint_name="steady", client=CLIENT[0])
     result = bench(None, "steady", sm_target=sm_target)
     assert result.status == "error"
     assert "region" in (result.error or "")
+
+
+def test_a_signature_the_runtime_would_refuse_stops_the_sweep(
+    stand_in: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in verifies SigV4 (secret = access key id): another secret makes every signature wrong.
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    result = bench(stand_in, "steady", levels=(1, 2), requests=3, warmup=0)
+    assert result.status == "aborted"
+    assert result.levels[0].failure_classes == {"credentials_error": 1}
+
+
+def test_temporary_credentials_sign_their_session_token(
+    stand_in: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "session-token-from-sts")
+    [level] = bench(stand_in, "steady", requests=2).levels
+    assert level.completed == 2

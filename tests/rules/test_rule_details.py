@@ -171,12 +171,16 @@ def test_parent_relative_draft_path_is_local():
         # AWS's DLC release notes recommend gpu-3-1 for the CUDA 12.9 vLLM images
         # (aws/deep-learning-containers docs/releasenotes/vllm/0.13-sagemaker.md) ...
         ("ml.g5.12xlarge", "0.15.1", "al2-ami-sagemaker-inference-gpu-3-1"),
-        # ... and their SageMaker examples use gpu-4-1 for CUDA 13.0 (docs/vllm/deployment/sagemaker.md).
-        ("ml.g5.12xlarge", "0.20.0", "al2023-ami-sagemaker-inference-gpu-4-1"),
+        # ... and their SageMaker examples use gpu-4-1 for CUDA 13.0 (docs/vllm/deployment/sagemaker.md),
+        ("ml.g6e.12xlarge", "0.20.0", "al2023-ami-sagemaker-inference-gpu-4-1"),
+        # which SageMaker refuses on g5 ("requires g6 or newer instances", DLC commit dd5eb8e74b); AWS's
+        # embeddinggemma example runs a CUDA 13.0 vLLM image on g5 with gpu-3-1 (golden table).
+        ("ml.g5.12xlarge", "0.20.0", "al2-ami-sagemaker-inference-gpu-3-1"),
+        ("ml.p4d.24xlarge", "0.25.1", "al2-ami-sagemaker-inference-gpu-3-1"),
     ],
 )
 def test_auto_takes_aws_recommended_host_where_the_default_cannot_run_the_image(instance, version, expected):
-    # g5's default host has driver 470, too old for CUDA 12.9 and 13.0 images
+    # g5's and p4d's default hosts have driver 470, too old for CUDA 12.9 and 13.0 images
     deployment = check(
         deep_merge(
             REFERENCE_SPEC,

@@ -113,6 +113,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
     ),
     "SI214": ({}, {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-9"}),
+    # SageMaker refuses gpu-4-1 on g5 ("Invalid combination", aws/deep-learning-containers 2ec0bc190f).
+    "SI215": (
+        {**G5_QWEN14B, "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
+        {**G5_QWEN14B, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
+    ),
     "SI220": (
         {
             "instance_type": "ml.g4dn.12xlarge",

@@ -33,56 +33,25 @@ from ..formats import ApiFormat, BadChunk, LmiFormat, OpenAIChatFormat
 from ..recorder import StreamRecorder
 from .base import TargetUnavailable, WireRequest
 from .finish import finish_stream
+from .sagemaker_errors import classify_sagemaker_error
 from .threads import DaemonThreadPool
 
 if TYPE_CHECKING:
     from mypy_boto3_sagemaker_runtime import SageMakerRuntimeClient
 
 _OPERATION_EVENT = "before-send.sagemaker-runtime.InvokeEndpointWithResponseStream"
-_THROTTLING_CODES = frozenset(
-    {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded", "SlowDown"}
-)
-_CREDENTIAL_CODES = frozenset(
-    {
-        "UnrecognizedClientException",
-        "InvalidSignatureException",
-        "ExpiredTokenException",
-        "ExpiredToken",
-        "AccessDeniedException",
-        "AccessDenied",
-        "InvalidClientTokenId",
-        "SignatureDoesNotMatch",
-    }
-)
-_STREAM_ERROR_CLASSES = {
-    "ModelStreamError": FailureClass.MODEL_STREAM_ERROR,
-    "InternalStreamFailure": FailureClass.INTERNAL_STREAM_FAILURE,
-}
 
 
 def classify_client_error(error: ClientError) -> Failure:
     """Map a SageMaker runtime error (raised before the stream started) to a failure class."""
     info: dict[str, Any] = dict(error.response.get("Error", {}))
-    code = str(info.get("Code", ""))
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    message = f"{code or 'HTTP ' + str(status)}: {info.get('Message', '')}".strip()
-    original = error.response.get("OriginalStatusCode")
-    if original is not None:
-        message += f" (container status {original})"
-    # Refused before any byte of the response: nothing was generated, a retry is safe.
-    if code in _THROTTLING_CODES or (status == 429 and code != "ModelNotReadyException"):
-        return Failure(FailureClass.THROTTLED, message, retryable=True)
-    if code == "ModelNotReadyException":
-        return Failure(FailureClass.MODEL_NOT_READY, message, retryable=True)
-    if code in _STREAM_ERROR_CLASSES:
-        return Failure(_STREAM_ERROR_CLASSES[code], message)
-    if code == "ModelError":
-        return Failure(FailureClass.MODEL_ERROR, message)
-    if code in _CREDENTIAL_CODES or status == 403:
-        return Failure(FailureClass.CREDENTIALS_ERROR, message)
-    if code in ("InternalFailure", "ServiceUnavailable") or status >= 500:
-        return Failure(FailureClass.SERVER_ERROR, message)
-    return Failure(FailureClass.CLIENT_ERROR, message)
+    return classify_sagemaker_error(
+        str(info.get("Code", "")),
+        status,
+        str(info.get("Message", "")),
+        error.response.get("OriginalStatusCode"),
+    )
 
 
 class SageMakerTransport:

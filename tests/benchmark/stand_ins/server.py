@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import sigv4
 from .behavior import Behavior
 from .eventstream import exception_event, payload_part
 
@@ -149,11 +150,24 @@ class StandInServer:
     ) -> None:
         if path == "/_truth":
             payload = json.dumps([t.to_json() for t in self.truth]).encode()
-            if "clear=1" in raw_path:
+            if "clear=1" in raw_path:  # a fresh start: error_first_n counts again from here
                 self.truth = []
+                self._served.clear()
             self._respond(writer, 200, payload, {"Content-Type": "application/json"})
             return
         if match := _SAGEMAKER_PATH.match(path):
+            if (problem := sigv4.verify(method, raw_path, headers, body)) is not None:
+                error = {"message": f"The request signature we calculated does not match ({problem})"}
+                self._respond(
+                    writer,
+                    403,
+                    json.dumps(error).encode(),
+                    {
+                        "Content-Type": "application/json",
+                        "x-amzn-errortype": "InvalidSignatureException:http://x/",
+                    },
+                )
+                return
             await self._sagemaker(match.group(1), headers, body, received_at, writer)
             return
         if match := _OPENAI_PATH.match(path):
