@@ -2,9 +2,10 @@
 
 Pure Python with no CDK import. Configuration, results and the resumable sweep state are
 standard-library dataclasses with explicit validation (:class:`ConfigError`) and JSON conversion
-(``to_dict()`` / ``from_dict()``), so the SageMaker path runs on the standard library plus boto3
-alone (an AWS Lambda function bundled as source files). aiohttp (HTTP transport), boto3
-(SageMaker transport) and matplotlib (report) are imported only by the modules that need them.
+(``to_dict()`` / ``from_dict()``). The transports run on the standard library (an HTTP/1.1 client on
+asyncio protocols) plus botocore for SageMaker signing, so the engine runs in an AWS Lambda function
+bundled as source files; boto3 (its threaded SageMaker client) and matplotlib (report) are imported only
+by the modules that need them.
 
 Typical use::
 
@@ -19,8 +20,10 @@ from .config import (
     ConfigError,
     CostConfig,
     HttpTarget,
+    Level,
     LoadConfig,
     SageMakerTarget,
+    SloConfig,
     Target,
     WorkloadConfig,
 )
@@ -58,6 +61,7 @@ __all__ = [
     "Failure",
     "FailureClass",
     "HttpTarget",
+    "Level",
     "LevelProgress",
     "LevelReport",
     "LevelResult",
@@ -71,6 +75,7 @@ __all__ = [
     "RequestOutcome",
     "RequestRecord",
     "SageMakerTarget",
+    "SloConfig",
     "StopReason",
     "Target",
     "TargetUnavailable",

@@ -7,6 +7,7 @@ They are frozen dataclasses checked when built (see :mod:`.schema`): a bad value
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlparse
@@ -18,14 +19,29 @@ __all__ = [
     "BenchmarkConfig",
     "ConfigError",
     "CostConfig",
+    "DatasetConfig",
     "HttpTarget",
+    "Level",
     "LoadConfig",
     "SageMakerTarget",
+    "SloConfig",
     "Target",
     "WorkloadConfig",
 ]
 
 DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatasetConfig(Record):
+    """Prompts from a file or S3 prefix instead of generated words (see :mod:`.datasets`)."""
+
+    path: str = field(metadata={"min_length": 1})
+    """A local file, or ``s3://bucket/prefix`` (every object under it)."""
+    format: Literal["auto", "sharegpt", "jsonl", "datacapture"] = "auto"
+    output_length: Literal["forced", "record"] = "forced"
+    """``forced``: every request generates ``output_tokens``; ``record``: the length each record asked
+    for (or answered, in ShareGPT), ``output_tokens`` where it does not say."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +65,9 @@ class WorkloadConfig(Record):
     """Send ``ignore_eos``/``min_tokens`` so every request generates exactly ``output_tokens``."""
     temperature: float | None = None
     """``None`` leaves the server's default (speculative acceptance depends on it: say what you used)."""
+    dataset: DatasetConfig | None = None
+    """Real prompts (ShareGPT, JSON lines, SageMaker data capture); then ``input_tokens`` and
+    ``shared_prefix_tokens`` do not apply. ``None``: generated prompts of ``input_tokens`` words."""
 
     def __post_init__(self) -> None:
         validate_fields(self)
@@ -60,12 +79,42 @@ class WorkloadConfig(Record):
             )
 
 
+@dataclass(frozen=True, slots=True)
+class Level:
+    """One level of a sweep: a closed loop at ``concurrency``, or open-loop arrivals at ``request_rate``."""
+
+    concurrency: int
+    """Closed loop: the number of slots. Open loop: the cap on open requests (0: no cap)."""
+    request_rate: float | None = None
+    """Open loop: requests per second; ``None`` for a closed loop."""
+
+    def describe(self) -> str:
+        if self.request_rate is None:
+            return f"concurrency {self.concurrency}"
+        cap = f", at most {self.concurrency} open" if self.concurrency else ""
+        return f"{self.request_rate:g} requests/s{cap}"
+
+    def key(self) -> str:
+        """Stable short name (request ids, file names): ``c32`` or ``r2.5``."""
+        return f"c{self.concurrency}" if self.request_rate is None else f"r{self.request_rate:g}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LoadConfig(Record):
-    """How requests are issued: a closed loop at each concurrency level."""
+    """How requests are issued: a closed loop at each concurrency level, or open-loop arrivals at each
+    request rate (``request_rates``)."""
 
     concurrency_levels: tuple[int, ...] = field(default=DEFAULT_CONCURRENCY_LEVELS, metadata={"ge": 1})
-    """At least one level; each >= 1 (a list is accepted and stored as a tuple)."""
+    """At least one level; each >= 1 (a list is accepted and stored as a tuple). Ignored in open loop."""
+    request_rates: tuple[float, ...] | None = field(default=None, metadata={"gt": 0})
+    """Open loop: one level per rate (requests/s), arrivals scheduled on an absolute clock with gamma gaps
+    (``vllm bench serve``'s model). ``None``: closed loop at ``concurrency_levels``."""
+    burstiness: float = field(default=1.0, metadata={"gt": 0})
+    """Shape of the gamma distribution of gaps between arrivals: 1 is Poisson, below 1 burstier, above
+    1 more regular (the mean gap stays 1 / rate)."""
+    max_concurrency: int | None = field(default=None, metadata={"ge": 1})
+    """Open loop: at most this many requests open at once; an arrival waits for a free place (its wait
+    counts as lateness). ``None``: no cap."""
     requests_per_level: int | None = field(default=None, metadata={"ge": 1})
     """Measured requests per level. Default: ``max(32, 8 * concurrency)``."""
     warmup_requests: int | None = field(default=None, metadata={"ge": 0})
@@ -89,15 +138,58 @@ class LoadConfig(Record):
             raise ConfigError(
                 "concurrency_levels", self.concurrency_levels, "at least one level (integers >= 1)"
             )
+        if self.request_rates is not None and not self.request_rates:
+            raise ConfigError(
+                "request_rates", self.request_rates, "at least one rate (requests/s > 0), or null"
+            )
 
-    def requests_for(self, concurrency: int) -> int:
-        return self.requests_per_level if self.requests_per_level is not None else max(32, 8 * concurrency)
+    @property
+    def levels(self) -> tuple[Level, ...]:
+        if self.request_rates is None:
+            return tuple(Level(c) for c in self.concurrency_levels)
+        return tuple(Level(self.max_concurrency or 0, rate) for rate in self.request_rates)
 
-    def warmup_for(self, concurrency: int) -> int:
-        return self.warmup_requests if self.warmup_requests is not None else concurrency
+    def requests_for(self, level: Level | int) -> int:
+        """Measured requests: ``requests_per_level``, else 8 per slot (closed loop, at least 32) or ten
+        seconds of arrivals (open loop, at least 32)."""
+        if self.requests_per_level is not None:
+            return self.requests_per_level
+        level = level if isinstance(level, Level) else Level(level)
+        if level.request_rate is not None:
+            return max(32, math.ceil(10 * level.request_rate))
+        return max(32, 8 * level.concurrency)
 
-    def abort_threshold_for(self, concurrency: int) -> int:
-        return self.abort_after_failures if self.abort_after_failures is not None else max(3, concurrency)
+    def warmup_for(self, level: Level | int) -> int:
+        """Uncounted requests first: one per slot (closed loop), or one second of arrivals (open loop)."""
+        if self.warmup_requests is not None:
+            return self.warmup_requests
+        level = level if isinstance(level, Level) else Level(level)
+        if level.request_rate is not None:
+            return max(1, round(level.request_rate))
+        return level.concurrency
+
+    def abort_threshold_for(self, level: Level | int) -> int:
+        if self.abort_after_failures is not None:
+            return self.abort_after_failures
+        level = level if isinstance(level, Level) else Level(level)
+        return max(3, level.concurrency)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SloConfig(Record):
+    """Service-level objectives of one request: goodput counts the completed requests that meet all of
+    the given ones (``vllm bench serve --goodput`` with the same names)."""
+
+    ttft_ms: float | None = field(default=None, metadata={"gt": 0})
+    tpot_ms: float | None = field(default=None, metadata={"gt": 0})
+    e2el_ms: float | None = field(default=None, metadata={"gt": 0})
+
+    def given(self) -> dict[str, float]:
+        return {
+            k: v
+            for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms), ("e2el_ms", self.e2el_ms))
+            if v
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,9 +214,9 @@ class SageMakerTarget(Record):
     """Override the runtime URL (tests, VPC endpoints). ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`` also works."""
     model: str | None = None
     client: Literal["auto", "asyncio", "boto3"] = "auto"
-    """``asyncio``: every stream on one event loop (aiohttp with botocore's signer and event-stream
-    decoder), accurate to a few hundred streams per core. ``boto3``: one thread per stream, for places
-    without aiohttp (the EndpointBenchmark Lambda). ``auto``: asyncio when aiohttp is installed."""
+    """``asyncio`` (and ``auto``): every stream on one event loop (the engine's HTTP/1.1 client with
+    botocore's SigV4 signer), accurate to a few hundred streams per core. ``boto3``: one thread per
+    stream through boto3's own client (the EndpointBenchmark Lambda uses it)."""
 
     def describe(self) -> str:
         suffix = f"/{self.inference_component_name}" if self.inference_component_name else ""
@@ -165,6 +257,8 @@ class BenchmarkConfig(Record):
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     load: LoadConfig = field(default_factory=LoadConfig)
     cost: CostConfig = field(default_factory=CostConfig)
+    slo: SloConfig | None = None
+    """Per-request objectives; each level then reports goodput."""
     label: str | None = None
     """Name of this configuration in reports (default: the target's description)."""
 

@@ -65,13 +65,14 @@ def _error_text(obj: dict[str, Any]) -> str | None:
     return None
 
 
-def _sampling(workload: WorkloadConfig) -> dict[str, Any]:
-    params: dict[str, Any] = {"max_tokens": workload.output_tokens}
+def _sampling(workload: WorkloadConfig, prompt: Prompt) -> dict[str, Any]:
+    output_tokens = prompt.output_tokens or workload.output_tokens
+    params: dict[str, Any] = {"max_tokens": output_tokens}
     if workload.force_output_length:
         # vLLM extensions: without them a model that emits EOS early makes requests shorter
         # than asked and every per-token figure wrong.
         params["ignore_eos"] = True
-        params["min_tokens"] = workload.output_tokens
+        params["min_tokens"] = output_tokens
     if workload.temperature is not None:
         params["temperature"] = workload.temperature
     return params
@@ -108,17 +109,20 @@ class OpenAIChatFormat:
         self._model = model
 
     def body(self, prompt: Prompt) -> bytes:
-        messages = []
-        if prompt.shared_prefix:
+        messages: list[dict[str, str]] = []
+        if prompt.messages is not None:
+            messages = list(prompt.messages)
+        elif prompt.shared_prefix:
             # The shared part goes in the system message, as in the reference benchmark, so it
             # is the same leading tokens for every request and the prefix cache can reuse it.
             messages.append({"role": "system", "content": prompt.shared_prefix})
-        messages.append({"role": "user", "content": prompt.unique})
+        if prompt.messages is None:
+            messages.append({"role": "user", "content": prompt.unique})
         payload: dict[str, Any] = {
             "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
-            **_sampling(self._workload),
+            **_sampling(self._workload, prompt),
         }
         if self._model:
             payload["model"] = self._model
@@ -142,7 +146,7 @@ class OpenAICompletionsFormat(OpenAIChatFormat):
             "prompt": prompt.text,
             "stream": True,
             "stream_options": {"include_usage": True},
-            **_sampling(self._workload),
+            **_sampling(self._workload, prompt),
         }
         if self._model:
             payload["model"] = self._model
@@ -166,11 +170,12 @@ class LmiFormat:
         self._workload = workload
 
     def body(self, prompt: Prompt) -> bytes:
-        params: dict[str, Any] = {"max_new_tokens": self._workload.output_tokens, "details": True}
+        output_tokens = prompt.output_tokens or self._workload.output_tokens
+        params: dict[str, Any] = {"max_new_tokens": output_tokens, "details": True}
         if self._workload.force_output_length:
             # LMI maps ignore_eos_token to vLLM's ignore_eos and passes unknown keys through.
             params["ignore_eos_token"] = True
-            params["min_tokens"] = self._workload.output_tokens
+            params["min_tokens"] = output_tokens
         if self._workload.temperature is not None:
             params["temperature"] = self._workload.temperature
             params["do_sample"] = self._workload.temperature > 0

@@ -1,22 +1,29 @@
-"""Closed-loop load at one concurrency level.
+"""The load of one level: a closed loop at a concurrency, or open-loop arrivals at a request rate.
 
-``concurrency`` slots each run one request at a time and start the next as soon as theirs
-ends (the semaphore-refill model of ``vllm bench serve --max-concurrency``). A level runs
+Closed loop: ``concurrency`` slots each run one request at a time and start the next as soon as
+theirs ends (the semaphore-refill model of ``vllm bench serve --max-concurrency``). A level runs
 ``warmup`` uncounted requests, then the measured ones; with ``sustain_load`` the slots keep
 sending uncounted filler requests until the last measured request ends, so the measured
 requests all see the same load, and the fillers are then cancelled.
+
+Open loop: requests arrive at times drawn before the level starts (gamma-distributed gaps with
+mean 1 / rate, shape ``burstiness``; 1 is a Poisson process, as ``vllm bench serve`` draws them) and
+scheduled on the absolute clock, whatever the server does; ``max_concurrency`` optionally caps the
+open requests. Each request records how late it left against its scheduled arrival (reported as
+client lag).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from .clock import Clock, sleep_until
-from .config import LoadConfig
+from .config import Level, LoadConfig
 from .failures import FATAL_CLASSES, Failure, FailureClass
 from .recorder import StreamRecorder
 from .transports.base import Transport, WireRequest
@@ -42,6 +49,10 @@ class RequestOutcome:
     """When the first attempt left the client (client lag is measured to here)."""
     rec: StreamRecorder
     cancelled: bool = False
+    expected_output_tokens: int | None = None
+    """What this request asked to generate, when it differs from the workload's (dataset records)."""
+    estimated_input_tokens: int | None = None
+    """Its prompt's estimated tokens, when it differs from the workload's (dataset records)."""
     """Cancelled by the engine (filler after the last measured request, time budget, Ctrl-C)."""
 
 
@@ -54,6 +65,7 @@ class LevelProgress:
     measured_done: int
     measured_failed: int
     elapsed_s: float
+    request_rate: float | None = None
 
 
 ProgressCallback = Callable[[LevelProgress], None]
@@ -61,7 +73,7 @@ ProgressCallback = Callable[[LevelProgress], None]
 
 @dataclass(slots=True)
 class LevelRun:
-    concurrency: int
+    level: Level
     started_at: float
     ended_at: float
     planned_warmup: int
@@ -72,7 +84,7 @@ class LevelRun:
 
 
 async def run_level(
-    concurrency: int,
+    level: Level | int,
     transport: Transport,
     prompts: PromptFactory,
     load: LoadConfig,
@@ -85,16 +97,32 @@ async def run_level(
 ) -> LevelRun:
     """Run one level. ``deadline`` (clock time) and ``stop`` end it early, keeping what finished.
 
-    The transport must already be started for this concurrency.
+    The transport must already be started for this level.
     """
-    level = _Level(concurrency, transport, prompts, load, clock, request_id_prefix, deadline, stop, progress)
-    return await level.run()
+    level = level if isinstance(level, Level) else Level(level)
+    run = _Level(level, transport, prompts, load, clock, request_id_prefix, deadline, stop, progress)
+    return await run.run()
+
+
+def arrival_offsets(rate: float, burstiness: float, count: int, seed: str) -> list[float]:
+    """Seconds from the level start at which ``count`` open-loop requests arrive (the first at 0).
+
+    Gaps are gamma-distributed with shape ``burstiness`` and mean ``1 / rate``, as vllm bench serve
+    draws them; a seeded generator makes a rerun (or a resumed sweep) send on the same schedule.
+    """
+    rng = random.Random(seed)
+    scale = 1.0 / (rate * burstiness)
+    offsets, at = [], 0.0
+    for _ in range(count):
+        offsets.append(at)
+        at += rng.gammavariate(burstiness, scale)
+    return offsets
 
 
 class _Level:
     def __init__(
         self,
-        concurrency: int,
+        level: Level,
         transport: Transport,
         prompts: PromptFactory,
         load: LoadConfig,
@@ -104,7 +132,9 @@ class _Level:
         stop: asyncio.Event | None,
         progress: ProgressCallback | None,
     ) -> None:
-        self._c = concurrency
+        self._level = level
+        self._c = level.concurrency
+        self._key = level.concurrency if level.request_rate is None else round(level.request_rate * 1000)
         self._transport = transport
         self._prompts = prompts
         self._load = load
@@ -113,16 +143,18 @@ class _Level:
         self._deadline = deadline
         self._stop = stop
         self._progress = progress
-        self._warmup_total = load.warmup_for(concurrency)
-        self._measured_total = load.requests_for(concurrency)
-        self._abort_after = load.abort_threshold_for(concurrency)
+        self._warmup_total = load.warmup_for(level)
+        self._measured_total = load.requests_for(level)
+        self._abort_after = load.abort_threshold_for(level)
         self._jobs = [(Phase.WARMUP, i) for i in range(self._warmup_total)] + [
             (Phase.MEASURED, i) for i in range(self._measured_total)
         ]
         # Prompts and payloads are built before the clock starts: generating them on the fly
         # would delay other requests' sends and reads on a single-threaded event loop.
         fmt = transport.api_format
-        self._bodies = [fmt.body(prompts.prompt(concurrency, phase, i)) for phase, i in self._jobs]
+        built = [prompts.prompt(self._key, phase, i) for phase, i in self._jobs]
+        self._bodies = [fmt.body(p) for p in built]
+        self._expected = [(p.output_tokens, p.input_tokens) for p in built]
         self._next = 0
         self._fillers = 0
         self._warmup_done = 0
@@ -131,20 +163,24 @@ class _Level:
         self._successes = 0
         self._consecutive_failures = 0
         self._halted = False
+        self._halted_event = asyncio.Event()
         self._stop_reason: StopReason | None = None
         self._stop_message: str | None = None
-        self._in_flight: set[asyncio.Future[None]] = set()
+        self._in_flight: set[asyncio.Task[object]] = set()  # workers inside a send
         self._outcomes: list[RequestOutcome] = []
         self._started = 0.0
 
     async def run(self) -> LevelRun:
-        # A full garbage collection scans every object in the process (aiohttp, boto3 and the rest:
+        # A full garbage collection scans every object in the process (boto3 and the rest:
         # ~100k) and stalls all streams for 20-30 ms. Collect now, before the clock starts, and
         # freeze the survivors so collections during the level only scan what the level creates.
         gc.collect()
         gc.freeze()
         self._started = self._clock.now()
-        workers = [asyncio.ensure_future(self._worker(slot)) for slot in range(self._c)]
+        if self._level.request_rate is None:
+            workers = [asyncio.ensure_future(self._worker(slot)) for slot in range(self._c)]
+        else:
+            workers = [asyncio.ensure_future(self._arrivals(self._level.request_rate))]
         watcher = asyncio.ensure_future(self._watch())
         try:
             await asyncio.gather(*workers)
@@ -155,7 +191,7 @@ class _Level:
             await asyncio.gather(watcher, *workers, return_exceptions=True)
             gc.unfreeze()
         return LevelRun(
-            concurrency=self._c,
+            level=self._level,
             started_at=self._started,
             ended_at=self._clock.now(),
             planned_warmup=self._warmup_total,
@@ -187,12 +223,13 @@ class _Level:
         if self._halted:
             return
         self._halted = True
+        self._halted_event.set()
         self._stop_reason = reason
         self._stop_message = message
         for task in list(self._in_flight):
             task.cancel()
 
-    def _next_job(self) -> tuple[Phase, int, bytes] | None:
+    def _next_job(self) -> tuple[Phase, int, bytes, tuple[int | None, int | None]] | None:
         if self._halted:
             return None
         if self._deadline is not None and self._clock.now() >= self._deadline:
@@ -201,13 +238,16 @@ class _Level:
         if self._next < len(self._jobs):
             phase, index = self._jobs[self._next]
             body, self._bodies[self._next] = self._bodies[self._next], b""
+            expected = self._expected[self._next]
             self._next += 1
-            return phase, index, body
-        if self._load.sustain_load and self._measured_done < self._measured_total:
+            return phase, index, body, expected
+        open_loop = self._level.request_rate is not None
+        if self._load.sustain_load and not open_loop and self._measured_done < self._measured_total:
             index = self._fillers
             self._fillers += 1
-            prompt = self._prompts.prompt(self._c, Phase.FILLER, index)
-            return Phase.FILLER, index, self._transport.api_format.body(prompt)
+            prompt = self._prompts.prompt(self._key, Phase.FILLER, index)
+            body = self._transport.api_format.body(prompt)
+            return Phase.FILLER, index, body, (prompt.output_tokens, prompt.input_tokens)
         return None
 
     async def _worker(self, slot: int) -> None:
@@ -221,38 +261,83 @@ class _Level:
             done_at = outcome.rec.completed_at
             freed_at = done_at if done_at is not None else self._clock.now()
 
+    async def _arrivals(self, rate: float) -> None:
+        """Open loop: one task per arrival, started at its scheduled time whatever the others do."""
+        offsets = arrival_offsets(
+            rate, self._load.burstiness, len(self._jobs), f"arrivals:{self._prefix}{self._level.key()}"
+        )
+        cap = asyncio.Semaphore(self._c) if self._c else None
+        arrivals: list[asyncio.Future[None]] = []
+        halted = asyncio.ensure_future(self._halted_event.wait())
+        try:
+            for slot, offset in enumerate(offsets):
+                due = self._started + offset
+                if due > self._clock.now():
+                    sleeper = asyncio.ensure_future(sleep_until(self._clock, due))
+                    await asyncio.wait((sleeper, halted), return_when=asyncio.FIRST_COMPLETED)
+                    sleeper.cancel()
+                job = self._next_job()
+                if job is None:
+                    break
+                arrivals.append(asyncio.ensure_future(self._arrive(slot, job, due, cap)))
+            await asyncio.gather(*arrivals)
+        finally:
+            halted.cancel()
+            for arrival in arrivals:
+                arrival.cancel()
+
+    async def _arrive(
+        self,
+        slot: int,
+        job: tuple[Phase, int, bytes, tuple[int | None, int | None]],
+        due: float,
+        cap: asyncio.Semaphore | None,
+    ) -> None:
+        # ``due`` stands where a closed loop has the moment its slot was freed: lateness is client lag.
+        if cap is None:
+            outcome = await self._issue(slot, *job, due)
+        else:
+            async with cap:
+                if self._halted:
+                    return  # the level ended while this arrival waited for a place: never sent
+                outcome = await self._issue(slot, *job, due)
+        self._record(outcome)
+
     async def _issue(
-        self, slot: int, phase: Phase, index: int, body: bytes, freed_at: float
+        self,
+        slot: int,
+        phase: Phase,
+        index: int,
+        body: bytes,
+        expected: tuple[int | None, int | None],
+        freed_at: float,
     ) -> RequestOutcome:
-        request = WireRequest(f"{self._prefix}c{self._c}-{phase.value[0]}{index}", body)
+        request = WireRequest(f"{self._prefix}{self._level.key()}-{phase.value[0]}{index}", body)
         retried: list[str] = []
         first_attempt_at: float | None = None
         while True:
             rec = StreamRecorder(
                 dispatched_at=self._clock.now(), retries=len(retried), retried_classes=retried
             )
-            task = asyncio.ensure_future(self._transport.send(request, rec))
-            self._in_flight.add(task)
-            try:
-                await asyncio.wait((task,))
-            except asyncio.CancelledError:
-                task.cancel()
-                raise
-            finally:
-                self._in_flight.discard(task)
+            cancelled = await self._send(request, rec)
             if first_attempt_at is None:
                 first_attempt_at = rec.start
-            outcome = RequestOutcome(phase, index, request.request_id, slot, freed_at, first_attempt_at, rec)
-            if task.cancelled():
+            outcome = RequestOutcome(
+                phase,
+                index,
+                request.request_id,
+                slot,
+                freed_at,
+                first_attempt_at,
+                rec,
+                expected_output_tokens=expected[0],
+                estimated_input_tokens=expected[1],
+            )
+            if cancelled:
                 outcome.cancelled = True
                 if rec.completed_at is None:
                     rec.completed_at = self._clock.now()
                 return outcome
-            if (error := task.exception()) is not None:
-                # A transport bug must not take the whole level down: it is one failed request.
-                rec.failure = Failure(FailureClass.CLIENT_EXCEPTION, f"{type(error).__name__}: {error}")
-                if rec.completed_at is None:
-                    rec.completed_at = self._clock.now()
             failure = rec.failure
             if (
                 failure is None
@@ -263,6 +348,33 @@ class _Level:
                 return outcome
             retried.append(failure.failure_class.value)
             await self._clock.sleep(self._load.retry_backoff_s * 2 ** (len(retried) - 1))
+
+    async def _send(self, request: WireRequest, rec: StreamRecorder) -> bool:
+        """Send in the worker's own task (True: the level cancelled it).
+
+        No task per request: a task would start in the next turn of the event loop, and another turn
+        would pass before the worker saw it end, each turn behind every other stream's reads. Awaited
+        here, the next request leaves in the same turn as the read that ended the previous one, so a
+        burst of completions does not become client lag.
+        """
+        worker = asyncio.current_task()
+        assert worker is not None
+        self._in_flight.add(worker)
+        try:
+            await self._transport.send(request, rec)
+        except asyncio.CancelledError:
+            if not self._halted:
+                raise  # cancelled from outside the level (Ctrl-C, the caller): not ours to absorb
+            worker.uncancel()
+            return True
+        except Exception as error:
+            # A transport bug must not take the whole level down: it is one failed request.
+            rec.failure = Failure(FailureClass.CLIENT_EXCEPTION, f"{type(error).__name__}: {error}")
+            if rec.completed_at is None:
+                rec.completed_at = self._clock.now()
+        finally:
+            self._in_flight.discard(worker)
+        return False
 
     def _record(self, outcome: RequestOutcome) -> None:
         self._outcomes.append(outcome)
@@ -290,6 +402,7 @@ class _Level:
                     measured_done=self._measured_done,
                     measured_failed=self._measured_failed,
                     elapsed_s=self._clock.now() - self._started,
+                    request_rate=self._level.request_rate,
                 )
             )
         if phase is Phase.MEASURED and self._measured_done >= self._measured_total:

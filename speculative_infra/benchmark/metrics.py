@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from .config import CostConfig, WorkloadConfig
+from .config import CostConfig, Level, SloConfig, WorkloadConfig
 from .formats import TokenSource
 from .load import LevelRun, RequestOutcome
 from .results import InputTokenSource, LevelResult, OutputTokenSource, RequestRecord, RequestStatus
@@ -90,7 +90,7 @@ def _tokens(outcome: RequestOutcome, workload: WorkloadConfig, server_source: To
         output, output_source = rec.completion_tokens, server_source
     elif rec.finish_reason == "length":
         # Stopped by max_tokens: exactly the requested count, even without a usage block.
-        output, output_source = workload.output_tokens, "max_tokens"
+        output, output_source = outcome.expected_output_tokens or workload.output_tokens, "max_tokens"
     elif rec.content_times:
         # Lower bound: one token per chunk is wrong under speculative decoding.
         output, output_source = len(rec.content_times), "chunks"
@@ -98,7 +98,7 @@ def _tokens(outcome: RequestOutcome, workload: WorkloadConfig, server_source: To
         output, output_source = None, None
     if rec.prompt_tokens is not None:
         return _Tokens(output, output_source, rec.prompt_tokens, server_source)
-    return _Tokens(output, output_source, workload.input_tokens, "estimate")
+    return _Tokens(output, output_source, outcome.estimated_input_tokens or workload.input_tokens, "estimate")
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -106,7 +106,7 @@ def _ms(seconds: float | None) -> float | None:
 
 
 def request_record(
-    outcome: RequestOutcome, concurrency: int, level_start: float, tokens: _Tokens
+    outcome: RequestOutcome, level: Level, level_start: float, tokens: _Tokens
 ) -> RequestRecord:
     rec = outcome.rec
     start = rec.start
@@ -119,7 +119,8 @@ def request_record(
     if ok and ttft is not None and e2el is not None and tokens.output and tokens.output > 1:
         tpot = (e2el - ttft) / (tokens.output - 1)
     return RequestRecord(
-        concurrency=concurrency,
+        concurrency=level.concurrency,
+        request_rate=level.request_rate,
         phase=outcome.phase.value,
         index=outcome.index,
         request_id=outcome.request_id,
@@ -170,14 +171,25 @@ def _window_output_tokens(
     return total
 
 
+def meets_slo(record: RequestRecord, slo: SloConfig) -> bool:
+    """A completed request within every objective given (vllm bench serve's goodput test)."""
+    for name, limit in slo.given().items():
+        value = getattr(record, name)
+        if value is None or value > limit:
+            return False
+    return record.status == "ok"
+
+
 def summarize_level(
-    run: LevelRun, workload: WorkloadConfig, cost: CostConfig, server_source: TokenSource
+    run: LevelRun,
+    workload: WorkloadConfig,
+    cost: CostConfig,
+    server_source: TokenSource,
+    slo: SloConfig | None = None,
 ) -> tuple[LevelResult, list[RequestRecord]]:
     outcomes = run.outcomes
     tokens = [_tokens(o, workload, server_source) for o in outcomes]
-    records = [
-        request_record(o, run.concurrency, run.started_at, t) for o, t in zip(outcomes, tokens, strict=True)
-    ]
+    records = [request_record(o, run.level, run.started_at, t) for o, t in zip(outcomes, tokens, strict=True)]
 
     measured = [i for i, o in enumerate(outcomes) if o.phase is Phase.MEASURED]
     finished = [i for i in measured if not outcomes[i].cancelled]
@@ -228,9 +240,23 @@ def summarize_level(
         [r.output_tokens / (r.e2el_ms / 1000.0) for r in ok_records if r.output_tokens and r.e2el_ms]
     )
     lag = summarize([records[i].client_lag_ms for i in finished])
+    achieved_rate = None
+    if run.level.request_rate is not None:
+        sends = sorted(outcomes[i].first_attempt_at for i in measured)
+        if len(sends) >= 2 and sends[-1] > sends[0]:
+            achieved_rate = (len(sends) - 1) / (sends[-1] - sends[0])
+    good = request_goodput = output_goodput = None
+    if slo is not None:
+        good_records = [r for r in ok_records if meets_slo(r, slo)]
+        good = len(good_records)
+        if duration:
+            request_goodput = good / duration
+            output_goodput = sum(r.output_tokens or 0 for r in good_records) / duration
 
     result = LevelResult(
-        concurrency=run.concurrency,
+        concurrency=run.level.concurrency,
+        request_rate=run.level.request_rate,
+        achieved_request_rate=achieved_rate,
         complete=run.stop_reason == "complete",
         stop_reason=run.stop_reason.value,
         stop_message=run.stop_message,
@@ -268,7 +294,12 @@ def summarize_level(
         mean_tokens_per_chunk=tokens_per_chunk,
         mean_output_tokens=mean_out,
         mean_input_tokens=mean_in,
-        short_outputs=sum(1 for v in out_tokens if v < workload.output_tokens),
+        short_outputs=sum(
+            1
+            for i in ok
+            if (n := tokens[i].output) is not None
+            and n < (outcomes[i].expected_output_tokens or workload.output_tokens)
+        ),
         output_tokens_source=dict(Counter(tokens[i].output_source or "none" for i in ok)),
         input_tokens_source=dict(Counter(tokens[i].prompt_source for i in ok)),
         mean_client_lag_ms=lag.mean if lag else None,
@@ -278,5 +309,8 @@ def summarize_level(
         cost_per_million_output_tokens=cost_per_million_output_tokens(
             cost.price_per_hour, cost.instance_count, output_throughput
         ),
+        good_requests=good,
+        request_goodput=request_goodput,
+        output_goodput=output_goodput,
     )
     return result, records

@@ -28,6 +28,8 @@ class RequestRecord(Record):
     """
 
     concurrency: int
+    request_rate: float | None = None
+    """Open-loop level: its target requests/s (``slot_freed_at_s`` is then the scheduled arrival)."""
     phase: Literal["warmup", "measured", "filler"]
     index: int
     request_id: str
@@ -62,6 +64,11 @@ class LevelResult(Record):
     """
 
     concurrency: int
+    """Closed loop: slots. Open loop: the cap on open requests (0: none)."""
+    request_rate: float | None = None
+    """Open loop: the requests/s asked for (``None`` for a closed loop)."""
+    achieved_request_rate: float | None = None
+    """Open loop: measured requests sent per second between the first and the last one sent."""
     complete: bool
     stop_reason: str
     stop_message: str | None = None
@@ -108,6 +115,12 @@ class LevelResult(Record):
     p99_client_lag_ms: float | None = None
     max_client_lag_ms: float | None = None
     cost_per_million_output_tokens: float | None = None
+    good_requests: int | None = None
+    """Completed measured requests that met every objective of the run's ``slo`` (``None``: no SLO)."""
+    request_goodput: float | None = None
+    """``good_requests`` per second of the level's measured window (vllm bench serve's request goodput)."""
+    output_goodput: float | None = None
+    """Output tokens per second of the good requests alone, over the same window."""
 
 
 @dataclass(slots=True, kw_only=True)

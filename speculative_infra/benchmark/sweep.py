@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .clock import Clock, MonotonicClock
-from .config import BenchmarkConfig
+from .config import BenchmarkConfig, ConfigError, Level
+from .datasets import dataset_prompts
 from .load import ProgressCallback, StopReason, run_level
 from .metrics import summarize_level
 from .results import BenchmarkResult, LevelResult, RequestRecord, RunStatus
@@ -47,13 +48,17 @@ class BenchmarkState(Record):
 
     @property
     def done(self) -> bool:
-        return self.result.status != "running" or self.next_level_index >= len(
-            self.config.load.concurrency_levels
-        )
+        return self.result.status != "running" or self.next_level_index >= len(self.config.load.levels)
+
+    @property
+    def next_level(self) -> Level | None:
+        return None if self.done else self.config.load.levels[self.next_level_index]
 
     @property
     def next_concurrency(self) -> int | None:
-        return None if self.done else self.config.load.concurrency_levels[self.next_level_index]
+        """The next level's concurrency (closed loop) or cap (open loop, 0 for none)."""
+        level = self.next_level
+        return None if level is None else level.concurrency
 
 
 @dataclass(slots=True)
@@ -121,15 +126,20 @@ async def run_next_level(
     if state.done:
         raise ValueError("this benchmark has no level left to run")
     clock = clock or MonotonicClock()
-    concurrency = state.config.load.concurrency_levels[state.next_level_index]
+    level = state.config.load.levels[state.next_level_index]
     try:
-        await transport.start(concurrency)
+        prompts = PromptFactory(state.config.workload, dataset_prompts(state.config.workload.dataset))
+    except ConfigError as exc:
+        return LevelReport(finish_with_error(state, str(exc), clock=clock), None)
+    try:
+        # Connection pools are sized to the open requests: the cap, or about 2 s of arrivals uncapped.
+        await transport.start(level.concurrency or max(1, round(2 * (level.request_rate or 1))))
     except TargetUnavailable as exc:
         return LevelReport(finish_with_error(state, str(exc), clock=clock), None)
     run = await run_level(
-        concurrency,
+        level,
         transport,
-        PromptFactory(state.config.workload),
+        prompts,
         state.config.load,
         clock,
         request_id_prefix=f"{state.run_id}-",
@@ -137,24 +147,28 @@ async def run_next_level(
         stop=stop,
         progress=progress,
     )
-    level, records = summarize_level(
-        run, state.config.workload, state.config.cost, transport.api_format.server_token_source
+    summary, records = summarize_level(
+        run,
+        state.config.workload,
+        state.config.cost,
+        transport.api_format.server_token_source,
+        state.config.slo,
     )
     new = copy.deepcopy(state)
     new.next_level_index += 1
     result = new.result
-    result.levels.append(level)
+    result.levels.append(summary)
     result.client = transport.describe()
     status = _STATUS_BY_STOP.get(run.stop_reason)
     if status is not None:
         result.status = status
         if run.stop_reason is StopReason.ABORTED:
-            result.error = f"concurrency {concurrency}: {run.stop_message}"
-    elif new.next_level_index >= len(new.config.load.concurrency_levels):
+            result.error = f"{level.describe()}: {run.stop_message}"
+    elif new.next_level_index >= len(new.config.load.levels):
         result.status = "complete"
     if result.status != "running":
         result.finished_at = _timestamp(clock)
-    return LevelReport(new, level, records)
+    return LevelReport(new, summary, records)
 
 
 async def run_benchmark(

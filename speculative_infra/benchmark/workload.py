@@ -9,10 +9,12 @@ few more. The server's ``usage.prompt_tokens`` is what results report when the s
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from .config import WorkloadConfig
+from .datasets import DatasetPrompt
 
 # Short, frequent words: one BPE token each (with the leading space) in common vocabularies.
 _WORD_TEXT = """
@@ -43,14 +45,22 @@ class Phase(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Prompt:
-    """A prompt split into the part shared by all requests and the part unique to one."""
+    """A prompt split into the part shared by all requests and the part unique to one; or, from a
+    dataset, the recorded chat messages."""
 
     shared_prefix: str
     unique: str
+    messages: tuple[dict[str, str], ...] | None = None
+    output_tokens: int | None = None
+    """Tokens to generate for this request (``None``: the workload's ``output_tokens``)."""
+    input_tokens: int | None = None
+    """Estimated prompt tokens (``None``: the workload's ``input_tokens``)."""
 
     @property
     def text(self) -> str:
         """Single-string form for completions-style APIs (prefix first so it can be cached)."""
+        if self.messages is not None:
+            return "\n\n".join(m["content"] for m in self.messages)
         if not self.shared_prefix:
             return self.unique
         return f"{self.shared_prefix}\n\n{self.unique}"
@@ -71,11 +81,12 @@ class PromptFactory:
     prompts (a repeat would be served from the prefix cache and flatter TTFT).
     """
 
-    def __init__(self, workload: WorkloadConfig) -> None:
+    def __init__(self, workload: WorkloadConfig, dataset: Sequence[DatasetPrompt] | None = None) -> None:
         self._workload = workload
         self._seed = workload.seed if workload.seed is not None else 0
         prefix_rng = random.Random(f"prefix:{self._seed}")
         self._prefix = _words(prefix_rng, workload.shared_prefix_tokens)
+        self._dataset = dataset
 
     @property
     def shared_prefix(self) -> str:
@@ -85,6 +96,28 @@ class PromptFactory:
         level_key = level if self._workload.fresh_prompts_per_level else 0
         # A string seed goes through SHA-512 in random.Random: stable across processes and
         # independent of PYTHONHASHSEED.
+        if self._dataset:
+            return self._from_dataset(self._dataset, level_key, phase, index)
         rng = random.Random(f"{self._seed}:{level_key}:{phase.value}:{index}")
         unique_tokens = self._workload.input_tokens - self._workload.shared_prefix_tokens
         return Prompt(shared_prefix=self._prefix, unique=_words(rng, unique_tokens))
+
+    def _from_dataset(
+        self, dataset: Sequence[DatasetPrompt], level_key: int, phase: Phase, index: int
+    ) -> Prompt:
+        # Each (level, phase) walks the dataset from its own seeded starting point, so levels replay
+        # different records while the dataset lasts, and a rerun with the same seed replays the same ones.
+        start = random.Random(f"{self._seed}:{level_key}:{phase.value}").randrange(len(dataset))
+        record = dataset[(start + index) % len(dataset)]
+        recorded = (
+            record.output_tokens
+            if self._workload.dataset and self._workload.dataset.output_length == "record"
+            else None
+        )
+        return Prompt(
+            shared_prefix="",
+            unique="",
+            messages=record.messages,
+            output_tokens=recorded,
+            input_tokens=record.estimated_input_tokens,
+        )

@@ -17,11 +17,14 @@ from speculative_infra.benchmark.config import (
     BenchmarkConfig,
     ConfigError,
     CostConfig,
+    DatasetConfig,
     HttpTarget,
     LoadConfig,
     SageMakerTarget,
+    SloConfig,
     WorkloadConfig,
 )
+from speculative_infra.benchmark.datasets import dataset_prompts
 from speculative_infra.benchmark.files import OutputPaths, load_results, write_all, write_results
 from speculative_infra.benchmark.load import LevelProgress
 from speculative_infra.benchmark.results import BenchmarkResult, LevelResult
@@ -54,8 +57,18 @@ _OPTION_FOR_FIELD = {
     "output_tokens": "--output-tokens",
     "shared_prefix_tokens": "--shared-prefix-tokens",
     "seed": "--seed",
+    "path": "--dataset",
+    "format": "--dataset-format",
+    "output_length": "--output-length",
     "temperature": "--temperature",
     "concurrency_levels": "--concurrency",
+    "request_rates": "--request-rate",
+    "burstiness": "--burstiness",
+    "max_concurrency": "--max-concurrency",
+    "ttft_ms": "--slo",
+    "tpot_ms": "--slo",
+    "e2el_ms": "--slo",
+    "client": "--sagemaker-client",
     "requests_per_level": "--requests-per-level",
     "warmup_requests": "--warmup",
     "request_timeout_s": "--timeout",
@@ -114,6 +127,37 @@ def _levels(text: str) -> tuple[int, ...]:
     return levels
 
 
+def _rates(text: str) -> tuple[float, ...]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        rates = tuple(float(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers such as 0.5,1,2, got {text!r}"
+        ) from None
+    if not rates or any(not r > 0 for r in rates):
+        raise argparse.ArgumentTypeError(f"request rates must be numbers > 0 (requests/s), got {text!r}")
+    return rates
+
+
+_SLO_KEYS = ("ttft_ms", "tpot_ms", "e2el_ms")
+
+
+def _slo(text: str) -> dict[str, float]:
+    """``ttft_ms=500,tpot_ms=50``: the objectives a request must all meet to count as good."""
+    objectives: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, sep, value = part.partition("=")
+        if not sep or key not in _SLO_KEYS:
+            raise argparse.ArgumentTypeError(
+                f"expected KEY=MS pairs with KEY one of {', '.join(_SLO_KEYS)}, got {part!r}"
+            )
+        objectives[key] = _positive_float(value)
+    if not objectives:
+        raise argparse.ArgumentTypeError("give at least one objective, e.g. ttft_ms=500")
+    return objectives
+
+
 def _http_url(text: str) -> str:
     parsed = urlparse(text)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
@@ -148,6 +192,11 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     )
     target.add_argument("--region", help="AWS region (--endpoint; default: the AWS configuration's)")
     target.add_argument(
+        "--sagemaker-client",
+        choices=["asyncio", "boto3"],
+        help="for --endpoint: asyncio (every stream on one event loop, default) or boto3 (a thread per stream)",
+    )
+    target.add_argument(
         "--container",
         choices=["vllm", "lmi"],
         help="payload format for --endpoint: vllm (OpenAI chat, default) or lmi",
@@ -170,6 +219,25 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
         metavar="N",
         help="prefix shared by all requests (exercises prefix caching; default: 0)",
     )
+    work.add_argument(
+        "--dataset",
+        metavar="PATH",
+        help="real prompts instead of generated words: a ShareGPT JSON file, JSON lines of prompts or "
+        "messages, or SageMaker data capture (a file or an s3://bucket/prefix)",
+    )
+    work.add_argument(
+        "--dataset-format",
+        choices=["auto", "sharegpt", "jsonl", "datacapture"],
+        default="auto",
+        help="how to read --dataset (default: auto, from its first bytes)",
+    )
+    work.add_argument(
+        "--output-length",
+        choices=["forced", "record"],
+        default="forced",
+        help="with --dataset: forced (every request generates --output-tokens, default) or record "
+        "(the length each record asked for)",
+    )
     work.add_argument("--seed", type=int, help="prompt seed (default: random, recorded in the results)")
     work.add_argument(
         "--reuse-prompts", action="store_true", help="same prompts at every level (prefix-cache hits)"
@@ -186,13 +254,41 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
         help="levels, comma-separated (default: 1,2,4,8,16,32)",
     )
     load.add_argument(
+        "--request-rate",
+        type=_rates,
+        metavar="LIST",
+        help="open loop instead: requests/s of each level, comma-separated (arrivals on an absolute clock)",
+    )
+    load.add_argument(
+        "--burstiness",
+        type=_positive_float,
+        default=1.0,
+        metavar="X",
+        help="open loop: gamma shape of the gaps between arrivals (1 = Poisson, default; < 1 burstier)",
+    )
+    load.add_argument(
+        "--max-concurrency",
+        type=_int_at_least(1),
+        metavar="N",
+        help="open loop: at most N requests open at once (a waiting arrival counts as late)",
+    )
+    load.add_argument(
         "--requests-per-level",
         type=_int_at_least(1),
         metavar="N",
-        help="measured requests (default: max(32, 8 x C))",
+        help="measured requests (default: max(32, 8 x C); open loop: max(32, 10 s of arrivals))",
     )
     load.add_argument(
-        "--warmup", type=_int_at_least(0), metavar="N", help="uncounted requests per level (default: C)"
+        "--warmup",
+        type=_int_at_least(0),
+        metavar="N",
+        help="uncounted requests per level (default: C; open loop: 1 s of arrivals)",
+    )
+    load.add_argument(
+        "--slo",
+        type=_slo,
+        metavar="KEY=MS,...",
+        help="objectives for goodput: any of ttft_ms, tpot_ms, e2el_ms (e.g. ttft_ms=500,tpot_ms=50)",
     )
     load.add_argument(
         "--timeout", type=_positive_float, default=300.0, metavar="S", help="per request (default: 300)"
@@ -256,6 +352,17 @@ def _check_combinations(args: argparse.Namespace) -> str | None:
                 return f"argument {option}: only valid with --endpoint"
     if args.endpoint is not None and args.api is not None:
         return "argument --api: only valid with --url"
+    if args.request_rate is None:
+        if args.max_concurrency is not None:
+            return (
+                "argument --max-concurrency: only valid with --request-rate (in a closed loop, --concurrency)"
+            )
+        if args.burstiness != 1.0:
+            return "argument --burstiness: only valid with --request-rate"
+    elif args.ramp_up:
+        return "argument --ramp-up: only valid in a closed loop (without --request-rate)"
+    if args.sagemaker_client is not None and args.endpoint is None:
+        return "argument --sagemaker-client: only valid with --endpoint"
     if args.instance_count is not None and args.price_per_hour is None and args.instance_type is None:
         return "argument --instance-count: requires --price-per-hour or --instance-type"
     if args.instance_type is not None and args.price_per_hour is None and _catalog_price(args) is None:
@@ -263,6 +370,10 @@ def _check_combinations(args: argparse.Namespace) -> str | None:
             f"argument --instance-type: the catalog has no price for {args.instance_type!r}; "
             "give --price-per-hour (`speculative-infra catalog instances` lists the known prices)"
         )
+    if args.dataset is None and (args.dataset_format != "auto" or args.output_length != "forced"):
+        return "arguments --dataset-format and --output-length: only valid with --dataset"
+    if args.dataset is not None and args.shared_prefix_tokens:
+        return "argument --shared-prefix-tokens: not with --dataset (the records are the prompts)"
     if args.shared_prefix_tokens >= args.input_tokens:
         return (
             f"argument --shared-prefix-tokens: must be smaller than --input-tokens ({args.input_tokens}), "
@@ -292,6 +403,7 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
             container=args.container or "vllm",
             endpoint_url=args.endpoint_url,
             model=args.model,
+            client=args.sagemaker_client or "auto",
         )
     else:
         target = HttpTarget(base_url=args.url, api=args.api or "chat", model=args.model)
@@ -305,9 +417,17 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
             fresh_prompts_per_level=not args.reuse_prompts,
             force_output_length=not args.no_force_length,
             temperature=args.temperature,
+            dataset=DatasetConfig(
+                path=args.dataset, format=args.dataset_format, output_length=args.output_length
+            )
+            if args.dataset is not None
+            else None,
         ),
         load=LoadConfig(
             concurrency_levels=args.concurrency,
+            request_rates=args.request_rate,
+            burstiness=args.burstiness,
+            max_concurrency=args.max_concurrency,
             requests_per_level=args.requests_per_level,
             warmup_requests=args.warmup,
             request_timeout_s=args.timeout,
@@ -320,6 +440,7 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
             price_per_hour=args.price_per_hour if args.price_per_hour is not None else _catalog_price(args),
             instance_count=args.instance_count or 1,
         ),
+        slo=SloConfig(**args.slo) if args.slo else None,
         label=args.label,
     )
 
@@ -351,7 +472,7 @@ class ProgressBar:
         filled = width * p.measured_done // max(1, p.measured_total)
         stage = "" if p.warmup_done >= p.warmup_total else f" warm-up {p.warmup_done}/{p.warmup_total}"
         self._stream.write(
-            f"\rC={p.concurrency:<4} [{'#' * filled}{'.' * (width - filled)}] "
+            f"\r{_progress_name(p)} [{'#' * filled}{'.' * (width - filled)}] "
             f"{p.measured_done}/{p.measured_total} failed {p.measured_failed}{stage} {p.elapsed_s:5.0f}s "
         )
         self._stream.flush()
@@ -369,10 +490,21 @@ def _number(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _progress_name(p: LevelProgress) -> str:
+    return f"C={p.concurrency:<4}" if p.request_rate is None else f"R={p.request_rate:<5g}"
+
+
+def _level_name(level: LevelResult) -> str:
+    if level.request_rate is None:
+        return f"C={level.concurrency:<4}"
+    achieved = _number(level.achieved_request_rate, ".2f")
+    return f"R={level.request_rate:g}/s (sent {achieved}/s, late p99 {_number(level.p99_client_lag_ms, '.1f')} ms)"
+
+
 def _level_line(level: LevelResult) -> str:
     cost = level.cost_per_million_output_tokens
     text = (
-        f"C={level.concurrency:<4} ok {level.completed} failed {level.failed}"
+        f"{_level_name(level)} ok {level.completed} failed {level.failed}"
         f" | out {_number(level.output_throughput, ',.1f')} tok/s"
         f" | {_number(level.output_tokens_per_second_per_user, '.1f')} tok/s/user"
         f" | TTFT p50 {_number(level.median_ttft_ms, '.0f')} ms"
@@ -381,6 +513,11 @@ def _level_line(level: LevelResult) -> str:
     )
     if cost is not None:
         text += f" | ${cost:.3f}/M out"
+    if level.good_requests is not None:
+        text += (
+            f" | goodput {_number(level.request_goodput, '.2f')} req/s"
+            f" ({level.good_requests}/{level.completed + level.failed} within SLO)"
+        )
     if not level.complete:
         text += f" [{level.stop_reason}]"
     return text
@@ -423,11 +560,11 @@ def _outcome(result: BenchmarkResult, paths: OutputPaths) -> tuple[int, str]:
         return EXIT_INTERRUPTED, f"interrupted: partial {where}"
     summary = ", ".join(f"{n} {name}" for name, n in sorted(classes.items()))
     budget = " (time budget reached)" if result.status == "partial" else ""
-    dead = [level.concurrency for level in result.levels if level.failed and not level.completed]
+    dead = [_level_name(level).strip() for level in result.levels if level.failed and not level.completed]
     if dead:
         # Nothing was measured at these levels: the target is unreachable or refuses every request.
-        levels = ", ".join(map(str, dead))
-        return EXIT_NOT_RUN, f"error: every request failed at concurrency {levels} ({summary}); {where}"
+        levels = ", ".join(dead)
+        return EXIT_NOT_RUN, f"error: every request failed at {levels} ({summary}); {where}"
     if failed:
         return EXIT_REQUEST_FAILURES, f"warning: {failed} requests failed ({summary}){budget}; {where}"
     return EXIT_OK, f"done{budget}: {len(result.levels)} levels; {where}"
@@ -439,8 +576,11 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _usage_error(parser, problem)
     try:
         config = build_config(args)
+        prompts = dataset_prompts(config.workload.dataset)  # read now: a bad file fails before any request
     except ConfigError as exc:
         return _usage_error(parser, _validation_message(exc))
+    if prompts is not None and not args.quiet:
+        print(f"dataset: {len(prompts)} requests from {args.dataset}", file=sys.stderr)
     paths = OutputPaths.for_results(args.output)
     paths.requests_jsonl.unlink(missing_ok=True)  # appended per level: start this run's file empty
     bar = ProgressBar(sys.stderr, enabled=not args.quiet)

@@ -231,7 +231,7 @@ class EndpointBenchmark(Construct):
                 "endpoint_name": info.endpoint_name,
                 "inference_component_name": info.component_name,
                 "container": info.container,
-                "client": "boto3",  # the Lambda runtime has boto3, not aiohttp
+                "client": "boto3",  # AWS's own client; the levels a Lambda runs are small
             },
             "workload": {
                 "input_tokens": self.options.input_tokens,

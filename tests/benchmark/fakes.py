@@ -90,6 +90,7 @@ class FakeTransport:
         self.max_in_flight = 0
         self.started_with: list[int] = []
         self.request_ids: list[str] = []
+        self.bodies: list[bytes] = []
         self.closed = False
 
     async def start(self, concurrency: int) -> None:
@@ -106,6 +107,7 @@ class FakeTransport:
         attempt = self.attempts
         self.attempts += 1
         self.request_ids.append(request.request_id)
+        self.bodies.append(request.body)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:

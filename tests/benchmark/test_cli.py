@@ -279,4 +279,4 @@ def test_unreachable_with_few_requests_still_exits_3(
     argv = ["bench", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--requests-per-level", "2"]
     assert main([*argv, "--warmup", "0", "--output", str(out)]) == 3
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("error: every request failed at concurrency 1") and "connection_error" in err
+    assert err.startswith("error: every request failed at C=1") and "connection_error" in err

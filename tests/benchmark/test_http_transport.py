@@ -1,4 +1,4 @@
-"""The aiohttp transport against the stand-in server: numbers match what the server did."""
+"""The HTTP transport against the stand-in server: numbers match what the server did."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from speculative_infra.benchmark.config import CostConfig, WorkloadConfig
+from speculative_infra.benchmark.config import CostConfig, Level, WorkloadConfig
 from speculative_infra.benchmark.failures import Failure, FailureClass
 from speculative_infra.benchmark.load import LevelRun, RequestOutcome, StopReason
 from speculative_infra.benchmark.metrics import cost_per_million_output_tokens, percentile, summarize_level
@@ -58,7 +58,7 @@ def outcome(
 
 
 def run_of(outcomes: list[RequestOutcome], concurrency: int = 1) -> LevelRun:
-    return LevelRun(concurrency, 0.0, 10.0, 0, len(outcomes), outcomes, StopReason.COMPLETE, None)
+    return LevelRun(Level(concurrency), 0.0, 10.0, 0, len(outcomes), outcomes, StopReason.COMPLETE, None)
 
 
 def test_ttft_tpot_itl_e2el_and_tokens_per_chunk() -> None:

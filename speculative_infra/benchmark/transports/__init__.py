@@ -1,12 +1,10 @@
 """Transports: how requests reach the model server.
 
-Imports of aiohttp and boto3 happen only in :func:`make_transport`, so a Lambda that bundles
-boto3 but not aiohttp can use the engine.
+The asyncio transports need only the standard library (and botocore for SageMaker); boto3 is imported
+only when a target asks for its client, in :func:`make_transport`.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 from ..clock import Clock
 from ..config import BenchmarkConfig, HttpTarget, SageMakerTarget
@@ -16,10 +14,8 @@ __all__ = ["TargetUnavailable", "Transport", "WireRequest", "make_transport", "s
 
 
 def sagemaker_client(target: SageMakerTarget) -> str:
-    """The SageMaker client a target gets: ``auto`` is asyncio where aiohttp is installed."""
-    if target.client != "auto":
-        return target.client
-    return "asyncio" if importlib.util.find_spec("aiohttp") is not None else "boto3"
+    """The SageMaker client a target gets: ``auto`` is asyncio (standard library and botocore only)."""
+    return "asyncio" if target.client == "auto" else target.client
 
 
 def make_transport(config: BenchmarkConfig, clock: Clock) -> Transport:

@@ -1,21 +1,21 @@
-"""OpenAI-compatible streaming over HTTP with aiohttp (vLLM's api_server, any /v1 server)."""
+"""OpenAI-compatible streaming over HTTP (vLLM's api_server, any /v1 server), on the engine's HTTP/1.1
+client (``http1.py``): every stream on one event loop, each network read stamped as it arrives."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
-from types import SimpleNamespace
-
-import aiohttp
 
 from ..clock import Clock
 from ..config import HttpTarget, WorkloadConfig
 from ..failures import Failure, FailureClass, classify_http_status
-from ..formats import ApiFormat, BadChunk, OpenAIChatFormat, OpenAICompletionsFormat
+from ..formats import ApiFormat, OpenAIChatFormat, OpenAICompletionsFormat
 from ..recorder import StreamRecorder
-from .base import WireRequest
+from .base import TargetUnavailable, WireRequest
 from .finish import finish_stream
+from .http1 import ConnectionPool, HttpError, Origin, request_head
+from .sinks import StreamSink
 
 _MODEL_LOOKUP_TIMEOUT_S = 10.0
 
@@ -29,11 +29,16 @@ class OpenAIHttpTransport:
         self._timeout_s = timeout_s
         self._clock = clock
         base = target.base_url[:-3] if target.base_url.endswith("/v1") else target.base_url
-        self._base = base
-        self._url = f"{base}/v1/chat/completions" if target.api == "chat" else f"{base}/v1/completions"
+        try:
+            self._origin = Origin(base)
+        except ValueError as exc:
+            raise TargetUnavailable(str(exc)) from exc
+        path = "/v1/chat/completions" if target.api == "chat" else "/v1/completions"
+        self._path = self._origin.base_path + path
+        self._url = base + path
         self._model = target.model
         self.api_format: ApiFormat = self._format()
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
         self._model_resolved = target.model is not None
 
     def _format(self) -> ApiFormat:
@@ -42,31 +47,24 @@ class OpenAIHttpTransport:
         return OpenAICompletionsFormat(self._workload, self._model)
 
     async def start(self, concurrency: int) -> None:
-        if self._session is None:
-            trace = aiohttp.TraceConfig()
-            trace.on_request_headers_sent.append(self._on_headers_sent)
-            # No pool limit: the closed loop itself bounds connections to the concurrency, and a
-            # limit below it would queue requests silently inside the client.
-            connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, force_close=False)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                trace_configs=[trace],
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(self._timeout_s, 30.0)),
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self._origin, self._clock, connect_timeout_s=min(self._timeout_s, 30.0)
             )
         if not self._model_resolved:
             self._model_resolved = True
-            self._model = await self._lookup_model(self._session)
+            self._model = await self._lookup_model(self._pool)
             self.api_format = self._format()
 
-    async def _lookup_model(self, session: aiohttp.ClientSession) -> str | None:
+    async def _lookup_model(self, pool: ConnectionPool) -> str | None:
         """vLLM serves one model; asking for its name avoids a 404 on servers that require it."""
+        answer = _WholeBody()
+        head = request_head("GET", self._origin.base_path + "/v1/models", self._origin, {}, 0)
         try:
             async with asyncio.timeout(_MODEL_LOOKUP_TIMEOUT_S):
-                async with session.get(f"{self._base}/v1/models") as resp:
-                    if resp.status != 200:
-                        return None
-                    listing = json.loads(await resp.read())
-        except (aiohttp.ClientError, TimeoutError, ValueError):
+                await pool.exchange(head, b"", answer, lambda at: None)
+            listing = json.loads(bytes(answer.data)) if answer.status == 200 else None
+        except (HttpError, TimeoutError, ValueError):
             return None  # the benchmark requests will report what is wrong, once per request
         data = listing.get("data") if isinstance(listing, dict) else None
         if isinstance(data, list) and data and isinstance(data[0], dict):
@@ -74,73 +72,86 @@ class OpenAIHttpTransport:
             return model_id if isinstance(model_id, str) else None
         return None
 
-    async def _on_headers_sent(
-        self, session: aiohttp.ClientSession, ctx: SimpleNamespace, params: object
-    ) -> None:
-        rec = ctx.trace_request_ctx
-        if isinstance(rec, StreamRecorder):
-            rec.sent_at = self._clock.now()
-
     async def send(self, request: WireRequest, rec: StreamRecorder) -> None:
-        session = self._session
-        if session is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("OpenAIHttpTransport.start() must be called before send()")
-        clock = self._clock
-        fmt = self.api_format
-        decoder = fmt.decoder()
         headers = {"Content-Type": "application/json", "X-Request-Id": request.request_id}
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                async with session.post(
-                    self._url, data=request.body, headers=headers, trace_request_ctx=rec
-                ) as resp:
-                    if resp.status != 200:
-                        text = (await resp.read()).decode("utf-8", "replace")[:300]
-                        failure_class = classify_http_status(resp.status)
-                        rec.failure = Failure(
-                            failure_class,
-                            f"HTTP {resp.status} from {self._url}: {text}",
-                            retryable=failure_class is FailureClass.THROTTLED,
-                        )
-                        return
-                    # Hot loop (one pass per network read): bound methods hoisted out of it.
-                    read, now, feed, consume = resp.content.readany, clock.now, decoder.feed, fmt.consume
-                    while chunk := await read():
-                        at = now()
-                        if rec.first_byte_at is None:
-                            rec.first_byte_at = at
-                        for data in feed(chunk):
-                            consume(data, at, rec)
-                        if rec.done_marker and rec.completed_at is None:
-                            rec.completed_at = at
-            for data in decoder.close():
-                fmt.consume(data, clock.now(), rec)
-            finish_stream(rec)
-        except TimeoutError:
-            rec.failure = Failure(FailureClass.TIMEOUT, f"no complete response within {self._timeout_s:g} s")
-        except aiohttp.ClientConnectorError as exc:
-            rec.failure = Failure(FailureClass.CONNECTION_ERROR, str(exc))
-        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            failure_class = FailureClass.STREAM_BROKEN if rec.first_byte_at else FailureClass.CONNECTION_ERROR
-            rec.failure = Failure(failure_class, f"{type(exc).__name__}: {exc}")
-        except aiohttp.ClientError as exc:
-            rec.failure = Failure(FailureClass.CLIENT_EXCEPTION, f"{type(exc).__name__}: {exc}")
-        except BadChunk as exc:
-            rec.failure = Failure(FailureClass.BAD_RESPONSE, str(exc))
-        finally:
-            if rec.completed_at is None:
-                rec.completed_at = clock.now()
+        head = request_head("POST", self._path, self._origin, headers, len(request.body))
+        sink = StreamSink(rec, self.api_format)
+        await exchange(pool, head, request.body, sink, rec, self._timeout_s, self._clock)
+        if rec.failure is not None:
+            return
+        if sink.status != 200:
+            text = bytes(sink.error_body).decode("utf-8", "replace")[:300]
+            failure_class = classify_http_status(sink.status)
+            rec.failure = Failure(
+                failure_class,
+                f"HTTP {sink.status} from {self._url}: {text}",
+                retryable=failure_class is FailureClass.THROTTLED,
+            )
+            return
+        rec.failure = sink.failure
+        finish_stream(rec)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def describe(self) -> dict[str, str]:
         return {
             "transport": "openai_http",
+            "client": "asyncio HTTP/1.1 (speculative_infra.benchmark.transports.http1)",
             "url": self._url,
             "model": self._model or "(omitted)",
-            "aiohttp": aiohttp.__version__,
+            "connections_opened": str(self._pool.opened if self._pool else 0),
             "python": sys.version.split()[0],
         }
+
+
+class _WholeBody:
+    """A small answer read whole (GET /v1/models)."""
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.data = bytearray()
+
+    def head(self, status: int, headers: dict[str, str]) -> None:
+        self.status = status
+
+    def body(self, data: bytes, at: float) -> bool:
+        self.data += data
+        return True
+
+    def end(self, at: float) -> None:
+        return None
+
+
+async def exchange(
+    pool: ConnectionPool,
+    head: bytes,
+    body: bytes,
+    sink: StreamSink,
+    rec: StreamRecorder,
+    timeout_s: float,
+    clock: Clock,
+) -> None:
+    """One request through the pool, its transport failures classified into ``rec``."""
+
+    def sent(at: float) -> None:
+        rec.sent_at = at
+
+    try:
+        async with asyncio.timeout(timeout_s):
+            await pool.exchange(head, body, sink, sent)
+    except TimeoutError:
+        rec.failure = Failure(FailureClass.TIMEOUT, f"no complete response within {timeout_s:g} s")
+    except HttpError as exc:
+        if exc.started:
+            rec.failure = Failure(FailureClass.STREAM_BROKEN, str(exc))
+        else:
+            rec.failure = Failure(FailureClass.CONNECTION_ERROR, str(exc))
+    finally:
+        if rec.completed_at is None:
+            rec.completed_at = clock.now()

@@ -1,39 +1,39 @@
-"""SageMaker ``InvokeEndpointWithResponseStream`` on the event loop: aiohttp, botocore's signer and
-botocore's event-stream decoder.
+"""SageMaker ``InvokeEndpointWithResponseStream`` on the event loop, with the engine's HTTP/1.1 client.
 
 One event loop drives every open stream, as the HTTP transport does, instead of one boto3 thread per
 stream: at a few hundred streams threads contend for the GIL and the client's own lag grows. botocore
-still does what it does best: it resolves the endpoint URL (``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME``,
-profiles, FIPS and dual-stack settings), finds and refreshes credentials and signs with SigV4. The event
-stream is decoded by ``eventstream.py`` (botocore's checks, fewer objects per message).
+still resolves the endpoint URL (``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME``, profiles, FIPS and dual-stack
+settings) and finds and refreshes credentials. Requests are signed by ``sigv4.py`` and the event stream
+is decoded by ``eventstream.py``: both held to botocore's own output by the tests, with fewer objects
+per request on the loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from types import SimpleNamespace
-from typing import Any
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from urllib.parse import quote
 
-import aiohttp
 import botocore
 import botocore.session
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import BotoCoreError
 
 from ..clock import Clock
 from ..config import SageMakerTarget, WorkloadConfig
 from ..failures import Failure, FailureClass
-from ..formats import ApiFormat, BadChunk, LmiFormat, OpenAIChatFormat
+from ..formats import ApiFormat, LmiFormat, OpenAIChatFormat
 from ..recorder import StreamRecorder
 from .base import TargetUnavailable, WireRequest
-from .eventstream import EventStreamDecoder, EventStreamError, HeaderValue
+from .eventstream import HeaderValue
 from .finish import finish_stream
+from .http1 import ConnectionPool, Origin, request_head
+from .openai_http import exchange
 from .sagemaker_errors import classify_sagemaker_error
+from .sigv4 import SigV4Signer
+from .sinks import EventStreamSink
 
 SERVICE = "sagemaker-runtime"
 SIGNING_NAME = "sagemaker"  # the service model's signingName
@@ -57,54 +57,44 @@ class AsyncSageMakerTransport:
         self.api_format: ApiFormat = (
             LmiFormat(workload) if target.container == "lmi" else OpenAIChatFormat(workload, target.model)
         )
-        self._http: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
+        self._signer: SigV4Signer | None = None
         self._url = ""
+        self._path = ""
         self._region = ""
 
     async def start(self, concurrency: int) -> None:
-        if self._http is not None:
+        if self._pool is not None:
             return
         try:
             # A client only to resolve the endpoint as boto3 would; no request goes through it.
             client = self._botocore.create_client(
                 SERVICE, region_name=self._target.region, endpoint_url=self._target.endpoint_url
             )
+            self._region = client.meta.region_name
+            origin = Origin(client.meta.endpoint_url)
         except (BotoCoreError, ValueError) as exc:
             raise TargetUnavailable(f"cannot resolve the SageMaker runtime endpoint: {exc}") from exc
-        self._region = client.meta.region_name
-        endpoint = client.meta.endpoint_url.rstrip("/")
+        endpoint = quote(self._target.endpoint_name, safe="")
+        self._path = f"{origin.base_path}/endpoints/{endpoint}/invocations-response-stream"
         self._url = (
-            f"{endpoint}/endpoints/{quote(self._target.endpoint_name, safe='')}/invocations-response-stream"
+            client.meta.endpoint_url.rstrip("/") + f"/endpoints/{endpoint}/invocations-response-stream"
         )
-        trace = aiohttp.TraceConfig()
-        trace.on_request_headers_sent.append(self._on_headers_sent)
-        # No pool limit: the load model bounds open requests, and a limit would queue them unseen.
-        self._http = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
-            trace_configs=[trace],
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=min(self._timeout_s, 30.0)),
-            # SigV4 signs the exact headers; aiohttp must not add or rewrite any it signed.
-            skip_auto_headers=("Content-Type",),
-        )
-
-    async def _on_headers_sent(
-        self, session: aiohttp.ClientSession, ctx: SimpleNamespace, params: object
-    ) -> None:
-        rec = ctx.trace_request_ctx
-        if isinstance(rec, StreamRecorder):
-            rec.sent_at = self._clock.now()
+        self._pool = ConnectionPool(origin, self._clock, connect_timeout_s=min(self._timeout_s, 30.0))
+        self._signer = SigV4Signer(self._region, SIGNING_NAME)
 
     def signed_headers(self, request: WireRequest, credentials: Credentials) -> dict[str, str]:
-        """The headers botocore's client sends for this call, signed with SigV4."""
+        """The call's headers (those botocore's client sends for it), signed with SigV4."""
         headers = {
             "Content-Type": self.api_format.content_type,
             "X-Amzn-SageMaker-Inference-Id": request.request_id[:64],
         }
         if self._target.inference_component_name:
             headers["X-Amzn-SageMaker-Inference-Component"] = self._target.inference_component_name
-        aws_request = AWSRequest(method="POST", url=self._url, data=request.body, headers=headers)
-        SigV4Auth(credentials, SIGNING_NAME, self._region).add_auth(aws_request)
-        return dict(aws_request.headers.items())
+        assert self._pool is not None and self._signer is not None
+        return self._signer.sign(
+            credentials, self._pool.origin.host_header, self._path, request.body, headers, datetime.now(UTC)
+        )
 
     def _credentials(self) -> Credentials | None:
         # Refreshable credentials (SSO, assumed roles, instance profiles) renew here when they are due,
@@ -118,85 +108,49 @@ class AsyncSageMakerTransport:
         return Credentials(frozen.access_key, frozen.secret_key, frozen.token)
 
     async def send(self, request: WireRequest, rec: StreamRecorder) -> None:
-        http = self._http
-        if http is None:
+        pool = self._pool
+        if pool is None:
             raise RuntimeError("AsyncSageMakerTransport.start() must be called before send()")
-        clock = self._clock
         try:
             credentials = self._credentials()
         except BotoCoreError as exc:
-            rec.failure = Failure(FailureClass.CREDENTIALS_ERROR, str(exc))
-            rec.completed_at = clock.now()
-            return
+            credentials, problem = None, str(exc)
+        else:
+            problem = "no AWS credentials found"
         if credentials is None:
-            rec.failure = Failure(FailureClass.CREDENTIALS_ERROR, "no AWS credentials found")
-            rec.completed_at = clock.now()
+            rec.failure = Failure(FailureClass.CREDENTIALS_ERROR, problem)
+            rec.completed_at = self._clock.now()
             return
-        headers = self.signed_headers(request, credentials)
-        fmt = self.api_format
-        decoder = fmt.decoder()
-        events = EventStreamDecoder()
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                async with http.post(
-                    self._url, data=request.body, headers=headers, trace_request_ctx=rec
-                ) as resp:
-                    if resp.status != 200:
-                        rec.failure = _error_response(resp.status, resp.headers, await resp.read())
-                        return
-                    # Hot loop (one pass per network read): bound methods hoisted out of it.
-                    read, now, feed, consume = resp.content.readany, clock.now, decoder.feed, fmt.consume
-                    messages = events.feed
-                    while chunk := await read():
-                        at = now()
-                        for event, payload in messages(chunk):
-                            if event.get(":message-type") != "event":
-                                rec.failure = _stream_exception(event, payload)
-                                return
-                            if event.get(":event-type") != "PayloadPart":
-                                continue
-                            if rec.first_byte_at is None:
-                                rec.first_byte_at = at
-                            for data in feed(payload):
-                                consume(data, at, rec)
-                            if rec.done_marker and rec.completed_at is None:
-                                rec.completed_at = at
-            for data in decoder.close():
-                fmt.consume(data, clock.now(), rec)
-            finish_stream(rec)
-        except TimeoutError:
-            rec.failure = Failure(FailureClass.TIMEOUT, f"no complete response within {self._timeout_s:g} s")
-        except aiohttp.ClientConnectorError as exc:
-            rec.failure = Failure(FailureClass.CONNECTION_ERROR, str(exc))
-        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            failure_class = FailureClass.STREAM_BROKEN if rec.first_byte_at else FailureClass.CONNECTION_ERROR
-            rec.failure = Failure(failure_class, f"{type(exc).__name__}: {exc}")
-        except aiohttp.ClientError as exc:
-            rec.failure = Failure(FailureClass.CLIENT_EXCEPTION, f"{type(exc).__name__}: {exc}")
-        except (BadChunk, EventStreamError) as exc:
-            rec.failure = Failure(FailureClass.BAD_RESPONSE, f"{type(exc).__name__}: {exc}")
-        finally:
-            if rec.completed_at is None:
-                rec.completed_at = clock.now()
+        signed = self.signed_headers(request, credentials)
+        head = request_head("POST", self._path, pool.origin, signed, len(request.body))
+        sink = EventStreamSink(rec, self.api_format, _stream_exception)
+        await exchange(pool, head, request.body, sink, rec, self._timeout_s, self._clock)
+        if rec.failure is not None:
+            return
+        if sink.status != 200:
+            rec.failure = _error_response(sink.status, sink.headers, bytes(sink.error_body))
+            return
+        rec.failure = sink.failure
+        finish_stream(rec)
 
     async def close(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def describe(self) -> dict[str, str]:
         return {
             "transport": "sagemaker",
-            "client": "asyncio (aiohttp, botocore SigV4 and event-stream decoder)",
+            "client": "asyncio HTTP/1.1 with botocore SigV4 (speculative_infra.benchmark.transports)",
             "endpoint": self._target.describe(),
             "payload": self.api_format.name,
-            "aiohttp": aiohttp.__version__,
             "botocore": botocore.__version__,
+            "connections_opened": str(self._pool.opened if self._pool else 0),
             "python": sys.version.split()[0],
         }
 
 
-def _error_response(status: int, headers: Any, body: bytes) -> Failure:
+def _error_response(status: int, headers: Mapping[str, str], body: bytes) -> Failure:
     """An error answer of the runtime API (JSON body; the error code in ``x-amzn-ErrorType``)."""
     try:
         document = json.loads(body) if body else {}
@@ -204,7 +158,7 @@ def _error_response(status: int, headers: Any, body: bytes) -> Failure:
         document = {}
     if not isinstance(document, dict):
         document = {}
-    code = str(headers.get("x-amzn-ErrorType", "")).split(":", 1)[0]
+    code = str(headers.get("x-amzn-errortype", "")).split(":", 1)[0]
     code = code or str(document.get("__type", document.get("code", ""))).rsplit("#", 1)[-1]
     message = document.get("Message", document.get("message", body[:300].decode("utf-8", "replace")))
     return classify_sagemaker_error(code, status, str(message), document.get("OriginalStatusCode"))

@@ -1,0 +1,184 @@
+"""Real prompts for the benchmark: ShareGPT files, JSON lines, and SageMaker data capture.
+
+Speculative decoding's acceptance depends on the text, so a benchmark on random words says little
+about a draft head on real traffic. Each loader returns the chat messages of one request and, where
+the record says, how many tokens it asked for:
+
+* ShareGPT (a JSON array of ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}``):
+  the system and first human turn are the request; the first answer's length (in words, about one
+  token each) is its output length.
+* JSON lines of ``{"prompt": ...}`` or ``{"messages": [...]}``, with an optional ``max_tokens``.
+* SageMaker data capture (JSON lines with ``captureData.endpointInput``, as endpoint data capture
+  writes them under ``s3://.../<endpoint>/<variant>/yyyy/mm/dd/hh/``): the captured request body,
+  base64 or not, is replayed (its ``messages`` or ``prompt``, and its ``max_tokens``).
+
+A local file or an ``s3://bucket/prefix`` (every object under it, read with boto3) can be given.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, DatasetConfig
+
+Message = dict[str, str]
+_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetPrompt:
+    messages: tuple[Message, ...]
+    output_tokens: int | None  # what the record asked for (or answered), if it says
+
+    @property
+    def estimated_input_tokens(self) -> int:
+        # One word is about one token for common BPE vocabularies; the chat template adds a few.
+        return sum(len(m["content"].split()) for m in self.messages)
+
+
+def dataset_prompts(config: DatasetConfig | None) -> tuple[DatasetPrompt, ...] | None:
+    """The dataset's requests, read once per process (a sweep asks at every level)."""
+    return None if config is None else _cached(config.path, config.format)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached(path: str, format: str) -> tuple[DatasetPrompt, ...]:
+    return tuple(load_dataset(DatasetConfig(path=path, format=format)))  # type: ignore[arg-type]
+
+
+def load_dataset(config: DatasetConfig) -> list[DatasetPrompt]:
+    """Every usable request of the dataset; raises :class:`ConfigError` naming the path on bad input."""
+    texts = list(_read(config.path))
+    prompts: list[DatasetPrompt] = []
+    for name, text in texts:
+        kind = config.format if config.format != "auto" else _detect(text)
+        try:
+            prompts += _sharegpt(text) if kind == "sharegpt" else list(_json_lines(text, kind))
+        except ValueError as exc:
+            raise ConfigError(
+                "dataset.path", config.path, f"a readable {kind} dataset ({name}: {exc})"
+            ) from None
+    if not prompts:
+        raise ConfigError("dataset.path", config.path, "a dataset with at least one request with text")
+    return prompts
+
+
+def _read(path: str) -> Iterator[tuple[str, str]]:
+    if path.startswith("s3://"):
+        yield from _read_s3(path)
+        return
+    file = Path(path)
+    try:
+        yield str(file), file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("dataset.path", path, f"a readable UTF-8 file ({exc})") from None
+
+
+def _read_s3(uri: str) -> Iterator[tuple[str, str]]:
+    import boto3  # only for S3 datasets: the rest of the engine does not need it
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, _, prefix = uri[len("s3://") :].partition("/")
+    s3 = boto3.client("s3")
+    try:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        keys = [
+            obj["Key"] for page in pages for obj in page.get("Contents", []) if not obj["Key"].endswith("/")
+        ]
+        for key in sorted(keys):
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+            yield f"s3://{bucket}/{key}", body.decode("utf-8")
+    except (BotoCoreError, ClientError, UnicodeDecodeError) as exc:
+        raise ConfigError("dataset.path", uri, f"an S3 prefix this role can list and read ({exc})") from None
+
+
+def _detect(text: str) -> str:
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return "sharegpt"
+    first = stripped.split("\n", 1)[0]
+    return "datacapture" if '"captureData"' in first else "jsonl"
+
+
+def _sharegpt(text: str) -> list[DatasetPrompt]:
+    data = json.loads(text)
+    if not isinstance(data, list):
+        raise ValueError("a ShareGPT file is a JSON array of conversations")
+    prompts = []
+    for item in data:
+        turns = item.get("conversations") if isinstance(item, dict) else None
+        if not isinstance(turns, list):
+            continue
+        messages: list[Message] = []
+        answer: str | None = None
+        for turn in turns:
+            if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
+                continue
+            role = _ROLES.get(str(turn.get("from", "")).lower())
+            if role == "assistant":
+                if any(m["role"] == "user" for m in messages):
+                    answer = turn["value"]
+                    break
+            elif role is not None and turn["value"].strip():
+                messages.append({"role": role, "content": turn["value"]})
+        if any(m["role"] == "user" for m in messages):
+            length = len(answer.split()) if answer else None
+            prompts.append(DatasetPrompt(tuple(messages), length or None))
+    return prompts
+
+
+def _json_lines(text: str, kind: str) -> Iterable[DatasetPrompt]:
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"line {number} is not JSON: {exc}") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"line {number} is not a JSON object")
+        request = _captured_request(record, number) if kind == "datacapture" else record
+        prompt = _request_prompt(request)
+        if prompt is not None:
+            yield prompt
+
+
+def _captured_request(record: dict[str, Any], number: int) -> dict[str, Any]:
+    """The request body of one data-capture record (``captureData.endpointInput``)."""
+    endpoint_input = record.get("captureData", {}).get("endpointInput")
+    if not isinstance(endpoint_input, dict) or not isinstance(endpoint_input.get("data"), str):
+        raise ValueError(f"line {number} has no captureData.endpointInput.data")
+    data = endpoint_input["data"]
+    if endpoint_input.get("encoding") == "BASE64":
+        data = base64.b64decode(data).decode("utf-8")
+    try:
+        body = json.loads(data)
+    except ValueError:
+        raise ValueError(f"line {number}: the captured request is not a JSON body") from None
+    return body if isinstance(body, dict) else {}
+
+
+def _request_prompt(request: dict[str, Any]) -> DatasetPrompt | None:
+    """A chat request (``messages``), a completions request (``prompt``) or an LMI one (``inputs``)."""
+    messages: list[Message] = []
+    if isinstance(request.get("messages"), list):
+        for message in request["messages"]:
+            if isinstance(message, dict) and isinstance(message.get("content"), str) and message["content"]:
+                messages.append({"role": str(message.get("role", "user")), "content": message["content"]})
+    else:
+        text = request.get("prompt", request.get("inputs"))
+        if isinstance(text, str) and text.strip():
+            messages.append({"role": "user", "content": text})
+    if not messages:
+        return None
+    parameters = request.get("parameters")
+    if not isinstance(parameters, dict):
+        parameters = {}
+    limit = request.get("max_tokens", request.get("max_completion_tokens", parameters.get("max_new_tokens")))
+    return DatasetPrompt(tuple(messages), limit if isinstance(limit, int) and limit > 0 else None)
