@@ -17,22 +17,29 @@ _METRICS = (
     ("OutputTokensPerSecondPerUser", "output_tokens_per_second_per_user", "Count/Second"),
     ("CostPerMillionOutputTokens", "cost_per_million_output_tokens", "None"),
     ("FailedRequests", "failed", "Count"),
+    ("RequestGoodput", "request_goodput", "Count/Second"),
+    ("OutputGoodput", "output_goodput", "Count/Second"),
 )
 
 
 def level_metrics_line(target: str, level: dict[str, Any], now_ms: int | None = None) -> str:
-    """One EMF document for one concurrency level (absent figures are left out)."""
+    """One EMF document for one level (absent figures are left out): dimension ``Concurrency`` for a
+    closed-loop level, ``RequestRate`` for an open-loop one."""
     values = {name: level[key] for name, key, _ in _METRICS if level.get(key) is not None}
     units = [{"Name": name, "Unit": unit} for name, key, unit in _METRICS if name in values]
+    rate = level.get("request_rate")
+    dimension, value = (
+        ("Concurrency", str(level["concurrency"])) if rate is None else ("RequestRate", f"{rate:g}")
+    )
     document = {
         "_aws": {
             "Timestamp": now_ms if now_ms is not None else int(time.time() * 1000),
             "CloudWatchMetrics": [
-                {"Namespace": NAMESPACE, "Dimensions": [["Target", "Concurrency"]], "Metrics": units}
+                {"Namespace": NAMESPACE, "Dimensions": [["Target", dimension]], "Metrics": units}
             ],
         },
         "Target": target,
-        "Concurrency": str(level["concurrency"]),
+        dimension: value,
         **values,
     }
     return json.dumps(document, separators=(",", ":"))

@@ -17,6 +17,7 @@ from speculative_infra.benchmark.transports import Transport
 from .emf import level_metrics_line
 from .events import BenchmarkEvent
 from .gates import gate_failures
+from .levels import level_key, level_load
 from .storage import get_json, put_json, put_text, run_location
 
 STATE = "state.json"
@@ -65,7 +66,7 @@ def step(
             put_text(
                 s3,
                 bucket,
-                f"{run_prefix}requests/level-c{level['concurrency']}.jsonl",
+                f"{run_prefix}requests/level-{level_key(level)}.jsonl",
                 lines,
                 "application/x-ndjson",
             )
@@ -111,21 +112,42 @@ def _finish(event: BenchmarkEvent, state: BenchmarkState, results_uri: str) -> d
         raise BenchmarkGateFailed(f"benchmark gate failed ({results_uri}): " + "; ".join(failures))
     if result["status"] != "complete" and event.properties.fail_on_error:
         raise BenchmarkFailed(f"benchmark {result['status']}: {result.get('error') or 'see ' + results_uri}")
-    data = {
-        "Status": str(result["status"]),
-        "Error": str(result.get("error") or ""),
-        "ResultsS3Uri": results_uri,
-    }
+    # Every attribute the construct reads, even when nothing was measured: a missing one would fail the
+    # stack at GetAtt instead of reporting an empty figure.
+    data = dict.fromkeys(ATTRIBUTES, "")
+    data.update(
+        {
+            "Status": str(result["status"]),
+            "Error": str(result.get("error") or ""),
+            "ResultsS3Uri": results_uri,
+        }
+    )
     if levels:
-        low = min(levels, key=lambda lv: lv["concurrency"])
-        high = max(levels, key=lambda lv: lv["concurrency"])
+        low = min(levels, key=level_load)
+        high = max(levels, key=level_load)
         for suffix, level in (("Lowest", low), ("Highest", high)):
             data[f"Concurrency{suffix}"] = str(level["concurrency"])
+            data[f"RequestRate{suffix}"] = _fmt(level.get("request_rate"))
             data[f"OutputThroughput{suffix}"] = _fmt(level.get("output_throughput"))
             data[f"P50TtftMs{suffix}"] = _fmt(level.get("median_ttft_ms"))
             data[f"P99TtftMs{suffix}"] = _fmt(level.get("p99_ttft_ms"))
         data["CostPerMillionOutputTokens"] = _fmt(high.get("cost_per_million_output_tokens"))
+        data["RequestGoodputHighest"] = _fmt(high.get("request_goodput"))
     return data
+
+
+ATTRIBUTES = (
+    "Status",
+    "Error",
+    "ResultsS3Uri",
+    *(
+        f"{name}{suffix}"
+        for suffix in ("Lowest", "Highest")
+        for name in ("Concurrency", "RequestRate", "OutputThroughput", "P50TtftMs", "P99TtftMs")
+    ),
+    "CostPerMillionOutputTokens",
+    "RequestGoodputHighest",
+)
 
 
 def _fmt(value: float | None) -> str:

@@ -8,9 +8,9 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -21,6 +21,7 @@ from speculative_infra.constructs.benchmark_target import Benchmarkable
 from speculative_infra.constructs.custom_resource import handler_function, handlers_dir, provider
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
+from speculative_infra.s3_uri import S3Location, parse_s3_uri
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 # CloudFormation waits at most an hour for a custom resource; one invocation lasts at most 15 minutes.
@@ -31,12 +32,43 @@ VCPU_MEMORY_MB = 1769  # Lambda gives one vCPU per 1,769 MB
 STREAMS_PER_CORE = 256  # measured: one core drives 256 SageMaker streams with p99 client lag < 5 ms
 
 
+class BenchmarkSlo(BaseModel):
+    """Per-request objectives; each level then reports goodput (requests meeting all of them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ttft_ms: float | None = Field(default=None, gt=0)
+    tpot_ms: float | None = Field(default=None, gt=0)
+    e2el_ms: float | None = Field(default=None, gt=0)
+
+
 class BenchmarkOptions(BaseModel):
     """What the post-deploy benchmark measures, and the gates a deployment must pass."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     concurrency: list[int] = Field(default_factory=lambda: [1, 8, 32], min_length=1)
+    request_rates: list[float] | None = Field(
+        default=None,
+        min_length=1,
+        description="Open loop instead of `concurrency`: requests/s of each level (arrivals on an absolute "
+        "clock, gamma gaps of shape `burstiness`). Default: none (closed loop).",
+    )
+    burstiness: float = Field(default=1.0, gt=0, description="Open loop: 1 is Poisson. Default: 1.")
+    max_concurrency: int | None = Field(
+        default=None, ge=1, description="Open loop: cap on open requests. Default: none."
+    )
+    slo: BenchmarkSlo | None = Field(default=None, description="Objectives for goodput. Default: none.")
+    dataset_s3_uri: str | None = Field(
+        default=None,
+        description="Real prompts: an s3:// file or prefix of ShareGPT, JSON lines or SageMaker data capture "
+        "(the Lambda gets read access to it). Default: generated prompts.",
+    )
+    dataset_format: Literal["auto", "sharegpt", "jsonl", "datacapture"] = "auto"
+    output_length: Literal["forced", "record"] = Field(
+        default="forced",
+        description="With a dataset: `record` replays each record's length. Default: forced.",
+    )
     input_tokens: int = Field(default=1000, ge=1)
     output_tokens: int = Field(default=560, ge=1)
     requests_per_level: int = Field(default=32, ge=1, description="Measured requests per level. Default: 32.")
@@ -66,22 +98,55 @@ class BenchmarkOptions(BaseModel):
     def _levels_positive(self) -> BenchmarkOptions:
         if any(c < 1 for c in self.concurrency):
             raise ValueError(f"concurrency levels must be >= 1, got {self.concurrency}")
+        if self.request_rates is not None and any(not r > 0 for r in self.request_rates):
+            raise ValueError(f"request rates must be > 0 (requests/s), got {self.request_rates}")
+        if self.request_rates is None and (self.max_concurrency is not None or self.burstiness != 1.0):
+            raise ValueError("max_concurrency and burstiness apply to request_rates (open loop) only")
         if self.shared_prefix_tokens >= self.input_tokens:
             raise ValueError("shared_prefix_tokens must be smaller than input_tokens")
+        if self.dataset_s3_uri is not None:
+            parse_s3_uri(self.dataset_s3_uri, "dataset_s3_uri")
+            if self.shared_prefix_tokens:
+                raise ValueError(
+                    "shared_prefix_tokens does not apply with a dataset (the records are the prompts)"
+                )
+        elif self.dataset_format != "auto" or self.output_length != "forced":
+            raise ValueError("dataset_format and output_length apply with dataset_s3_uri only")
         return self
 
     def warmup_for(self, concurrency: int) -> int:
         return self.warmup_requests if self.warmup_requests is not None else concurrency
 
+    def _per_request_seconds(self, open_requests: float) -> float:
+        return 1.0 + self.output_tokens * self.expected_tpot_ms / 1000.0 * (1 + (open_requests - 1) / 32)
+
     def estimated_level_seconds(self, concurrency: int) -> float:
         """A conservative estimate: waves of requests, each slowed as the batch grows."""
         requests = self.requests_per_level + self.warmup_for(concurrency)
         waves = math.ceil(requests / concurrency)
-        per_request = 1.0 + self.output_tokens * self.expected_tpot_ms / 1000.0 * (1 + (concurrency - 1) / 32)
-        return waves * per_request
+        return waves * self._per_request_seconds(concurrency)
+
+    def estimated_rate_seconds(self, rate: float) -> float:
+        """Open loop: the arrivals (the engine's default warm-up is one second of them) plus the last
+        request's own time, at the load the rate keeps open."""
+        warmup = self.warmup_requests if self.warmup_requests is not None else max(1, round(rate))
+        open_requests = min(self.max_concurrency or math.inf, max(1.0, rate * self._per_request_seconds(1)))
+        return (self.requests_per_level + warmup) / rate + self._per_request_seconds(open_requests)
+
+    def peak_open_requests(self) -> int:
+        """Most requests open at once: the concurrency, or the cap (or what the top rate keeps open)."""
+        if self.request_rates is None:
+            return max(self.concurrency)
+        uncapped = math.ceil(max(self.request_rates) * self._per_request_seconds(1))
+        return min(self.max_concurrency or uncapped, uncapped)
+
+    def level_estimates(self) -> list[tuple[str, float]]:
+        if self.request_rates is not None:
+            return [(f"rate {r:g}/s", self.estimated_rate_seconds(r)) for r in self.request_rates]
+        return [(f"level {c}", self.estimated_level_seconds(c)) for c in self.concurrency]
 
     def estimated_total_seconds(self) -> float:
-        return sum(self.estimated_level_seconds(c) for c in self.concurrency)
+        return sum(seconds for _, seconds in self.level_estimates())
 
 
 def parse_options(options: BenchmarkOptions | Mapping[str, Any] | None, path: str) -> BenchmarkOptions:
@@ -98,11 +163,10 @@ def parse_options(options: BenchmarkOptions | Mapping[str, Any] | None, path: st
 def check_fits(options: BenchmarkOptions, path: str) -> None:
     """Options that cannot finish within CloudFormation's hour (or a level within one Lambda) fail at synth."""
     problems = []
-    for c in options.concurrency:
-        seconds = options.estimated_level_seconds(c)
+    for name, seconds in options.level_estimates():
         if seconds > MAX_INVOCATION_S - PLANNING_MARGIN_S:
             problems.append(
-                f"level {c} is estimated at {seconds / 60:.1f} min; one level must fit one 15-minute Lambda"
+                f"{name} is estimated at {seconds / 60:.1f} min; one level must fit one 15-minute Lambda"
             )
     total = options.estimated_total_seconds()
     if total > MAX_TOTAL.to_seconds() - PLANNING_MARGIN_S:
@@ -183,8 +247,7 @@ class EndpointBenchmark(Construct):
                 "limited to its role and the results are not sensitive.",
             )
         prefix = results_prefix if results_prefix.endswith("/") else results_prefix + "/"
-        max_concurrency = max(self.options.concurrency)
-        memory = VCPU_MEMORY_MB * max(1, math.ceil(max_concurrency / STREAMS_PER_CORE))
+        memory = VCPU_MEMORY_MB * max(1, math.ceil(self.options.peak_open_requests() / STREAMS_PER_CORE))
         code = lambda_.Code.from_asset(stage_handler_code())
         functions = {}
         for name, construct_id_, timeout, size in (
@@ -216,6 +279,8 @@ class EndpointBenchmark(Construct):
             )
         invoke = functions["is_complete"]
         invoke.add_to_role_policy(iam.PolicyStatement(actions=INVOKE_ACTIONS, resources=info.invoke_arns))
+        if self.options.dataset_s3_uri is not None:
+            self._grant_dataset(invoke, parse_s3_uri(self.options.dataset_s3_uri, "dataset_s3_uri"))
         self.provider = provider(
             self,
             "Provider",
@@ -237,14 +302,31 @@ class EndpointBenchmark(Construct):
                 "input_tokens": self.options.input_tokens,
                 "output_tokens": self.options.output_tokens,
                 "shared_prefix_tokens": self.options.shared_prefix_tokens,
+                "dataset": None
+                if self.options.dataset_s3_uri is None
+                else {
+                    "path": self.options.dataset_s3_uri,
+                    "format": self.options.dataset_format,
+                    "output_length": self.options.output_length,
+                },
             },
             "load": {
                 "concurrency_levels": self.options.concurrency,
+                **(
+                    {}
+                    if self.options.request_rates is None
+                    else {
+                        "request_rates": self.options.request_rates,
+                        "burstiness": self.options.burstiness,
+                        "max_concurrency": self.options.max_concurrency,
+                    }
+                ),
                 "requests_per_level": self.options.requests_per_level,
                 "warmup_requests": self.options.warmup_requests,
                 "request_timeout_s": self.options.request_timeout_seconds,
             },
             "cost": {"price_per_hour": price, "instance_count": info.instance_count},
+            "slo": self.options.slo.model_dump() if self.options.slo is not None else None,
             "label": info.label,
         }
         gates = {
@@ -279,6 +361,7 @@ class EndpointBenchmark(Construct):
                 "P99TtftMsLowest",
                 "P99TtftMsHighest",
                 "CostPerMillionOutputTokens",
+                "RequestGoodputHighest",
             )
         }
         if outputs:
@@ -286,3 +369,19 @@ class EndpointBenchmark(Construct):
             CfnOutput(self, "StatusOutput", value=self.status)
             for key, value in self.attributes.items():
                 CfnOutput(self, f"{key}Output", value=value)
+
+    def _grant_dataset(self, function: lambda_.IFunction, dataset: S3Location) -> None:
+        """Read access to the dataset prefix only (list under it, get its objects)."""
+        bucket_arn = dataset.bucket_arn(Aws.PARTITION)
+        objects = dataset.object_arn_pattern(Aws.PARTITION)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [dataset.key_prefix_pattern()]}},
+            )
+        )
+        function.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
+        role = function.role
+        assert role is not None
+        acknowledge(role, "IAM5", "Objects under the benchmark dataset prefix only.", resource=objects)

@@ -111,6 +111,12 @@ def test_memory_sized_for_the_concurrency():
         ({"concurrency": [0]}, "concurrency levels must be >= 1"),
         ({"max_p99_ttft_ms": -1}, "max_p99_ttft_ms"),
         ({"bogus": 1}, "bogus"),
+        ({"request_rates": [1, 0]}, "request rates must be > 0"),
+        ({"max_concurrency": 4}, "apply to request_rates"),
+        ({"dataset_s3_uri": "file:///tmp/x"}, "dataset_s3_uri: 'file:///tmp/x' is not an S3 URI"),
+        ({"output_length": "record"}, "apply with dataset_s3_uri only"),
+        ({"request_rates": [0.05], "requests_per_level": 60}, "rate 0.05/s is estimated"),
+        ({"slo": {"ttft_ms": 0}}, "slo.ttft_ms"),
     ],
 )
 def test_options_that_cannot_work_fail_at_synth(options, message):
@@ -150,3 +156,44 @@ def test_standalone_construct_on_an_endpoint():
 
     template, _ = synth_stack(build)
     template.resource_count_is("Custom::EndpointBenchmark", 1)
+
+
+def test_open_loop_dataset_and_slo_reach_the_engine_config_and_the_role():
+    options = {
+        "request_rates": [0.5, 2],
+        "max_concurrency": 16,
+        "slo": {"ttft_ms": 500, "tpot_ms": 50},
+        "dataset_s3_uri": "s3://captures/qwen3/AllTraffic/",
+        "dataset_format": "datacapture",
+    }
+    _, raw = synth_stack(lambda s: test_vllm_endpoint.reference(s, benchmark=options))
+    resource = next(r for r in raw["Resources"].values() if r["Type"] == "Custom::EndpointBenchmark")
+    config_text = "".join(
+        p if isinstance(p, str) else "" for p in resource["Properties"]["Config"]["Fn::Join"][1]
+    )
+    # The target part holds tokens (the endpoint name); everything from "workload" on is literal JSON.
+    config = json.loads("{" + config_text[config_text.index('"workload"') :])
+    assert config["load"]["request_rates"] == [0.5, 2] and config["load"]["max_concurrency"] == 16
+    assert config["slo"] == {"ttft_ms": 500, "tpot_ms": 50}
+    assert config["workload"]["dataset"] == {
+        "path": "s3://captures/qwen3/AllTraffic/",
+        "format": "datacapture",
+        "output_length": "forced",
+    }
+    policies = json.dumps([r for r in raw["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
+    assert "qwen3/AllTraffic/*" in policies and '"s3:prefix": ["qwen3/AllTraffic/*"]' in policies
+    assert cfn_lint_errors(raw) == []
+
+
+def test_every_attribute_the_construct_reads_is_one_the_handler_returns():
+    from speculative_infra_lambda.endpoint_benchmark.runner import ATTRIBUTES
+
+    _, raw = synth_stack(vllm_with_gates)
+    read = {
+        value["Fn::GetAtt"][1]
+        for output in raw["Outputs"].values()
+        if isinstance(value := output["Value"], dict)
+        and "Fn::GetAtt" in value
+        and "Benchmark" in value["Fn::GetAtt"][0]
+    }
+    assert read and read <= set(ATTRIBUTES)

@@ -15,7 +15,11 @@ from speculative_infra_lambda.endpoint_benchmark import handler
 from speculative_infra_lambda.endpoint_benchmark.emf import NAMESPACE, level_metrics_line
 from speculative_infra_lambda.endpoint_benchmark.events import Gates, PropertyError, parse_event
 from speculative_infra_lambda.endpoint_benchmark.gates import gate_failures
-from speculative_infra_lambda.endpoint_benchmark.runner import BenchmarkFailed, BenchmarkGateFailed
+from speculative_infra_lambda.endpoint_benchmark.runner import (
+    ATTRIBUTES,
+    BenchmarkFailed,
+    BenchmarkGateFailed,
+)
 from tests.benchmark.conftest import SCENARIOS
 from tests.benchmark.stand_ins.server import ServerProcess
 
@@ -64,6 +68,8 @@ def event(
     gates: dict[str, float] | None = None,
     fail_on_error: bool = False,
     levels: list[int] | None = None,
+    load: dict[str, Any] | None = None,
+    slo: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     config = {
         "target": {
@@ -74,8 +80,10 @@ def event(
             "container": "vllm",
         },
         "workload": {"input_tokens": 40, "output_tokens": 20},
-        "load": {"concurrency_levels": levels or [1, 2], "requests_per_level": 4, "warmup_requests": 1},
+        "load": load
+        or {"concurrency_levels": levels or [1, 2], "requests_per_level": 4, "warmup_requests": 1},
         "cost": {"price_per_hour": 4.2039, "instance_count": 1},
+        "slo": slo,
         "label": "test",
     }
     return {
@@ -234,3 +242,26 @@ def test_emf_line_is_a_cloudwatch_metrics_document() -> None:
     assert directive["Namespace"] == NAMESPACE and directive["Dimensions"] == [["Target", "Concurrency"]]
     assert {m["Name"] for m in directive["Metrics"]} == {"OutputThroughput", "P99Ttft", "FailedRequests"}
     assert doc["OutputThroughput"] == 812.5 and doc["Concurrency"] == "8"
+
+
+def test_open_loop_levels_with_goodput(
+    runtime: ServerProcess, s3: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    load = {"request_rates": [5, 20], "requests_per_level": 6, "warmup_requests": 1}
+    response, calls, physical = run(
+        runtime, s3, load=load, slo={"ttft_ms": 5000}, gates={"min_output_throughput": 1}
+    )
+    data = response["Data"]
+    assert calls == 2 and data["Status"] == "complete"
+    assert data["RequestRateLowest"] == "5.000" and data["RequestRateHighest"] == "20.000"
+    assert float(data["RequestGoodputHighest"]) > 0  # every request is well within a 5 s TTFT
+    files = _objects(s3, physical)
+    assert {"requests/level-r5.jsonl", "requests/level-r20.jsonl"} <= set(files)
+    metrics = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert [m["RequestRate"] for m in metrics] == ["5", "20"] and all("RequestGoodput" in m for m in metrics)
+    assert metrics[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["Target", "RequestRate"]]
+
+
+def test_every_attribute_is_returned_even_when_nothing_was_measured(runtime: ServerProcess, s3: Any) -> None:
+    response, _, _ = run(runtime, s3, endpoint="missing-endpoint")
+    assert set(ATTRIBUTES) == set(response["Data"])
