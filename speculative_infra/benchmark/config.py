@@ -23,6 +23,7 @@ __all__ = [
     "HttpTarget",
     "Level",
     "LoadConfig",
+    "RateSweepConfig",
     "SageMakerTarget",
     "SloConfig",
     "Target",
@@ -193,6 +194,29 @@ class SloConfig(Record):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RateSweepConfig(Record):
+    """Search for the highest open-loop rate the endpoint sustains within the SLOs: double the rate from
+    ``start_rate`` until a level misses, then halve the gap ``bisection_steps`` times."""
+
+    start_rate: float = field(metadata={"gt": 0})
+    max_rate: float | None = field(default=None, metadata={"gt": 0})
+    bisection_steps: int = field(default=3, metadata={"ge": 0})
+    min_attainment: float = field(default=0.9, metadata={"gt": 0})
+    """Share of a level's measured requests that must be good (complete and within every SLO), at most 1."""
+    max_p99_lateness_ms: float = field(default=100.0, metadata={"gt": 0})
+    """The client must also have sent its requests on schedule (p99 lateness at most this), else it, not
+    the server, fell behind. Random arrivals make a short level's achieved rate differ from the rate
+    asked, so lateness against the schedule is the test, not the achieved rate."""
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        if self.min_attainment > 1:
+            raise ConfigError("min_attainment", self.min_attainment, "a share in (0, 1]")
+        if self.max_rate is not None and self.max_rate < self.start_rate:
+            raise ConfigError("max_rate", self.max_rate, f"a rate >= start_rate ({self.start_rate})")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CostConfig(Record):
     """Hourly price of one instance; cost per million output tokens is computed when given."""
 
@@ -259,8 +283,17 @@ class BenchmarkConfig(Record):
     cost: CostConfig = field(default_factory=CostConfig)
     slo: SloConfig | None = None
     """Per-request objectives; each level then reports goodput."""
+    rate_sweep: RateSweepConfig | None = None
+    """Search for the highest rate within ``slo`` instead of running ``load``'s levels (needs ``slo``)."""
     label: str | None = None
     """Name of this configuration in reports (default: the target's description)."""
+
+    def __post_init__(self) -> None:
+        validate_fields(self)
+        if self.rate_sweep is not None and (self.slo is None or not self.slo.given()):
+            raise ConfigError(
+                "rate_sweep", self.rate_sweep.to_dict(), "a sweep judged by slo: give slo objectives"
+            )
 
     def display_label(self) -> str:
         return self.label or self.target.describe()

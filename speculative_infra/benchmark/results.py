@@ -9,7 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .config import CostConfig, HttpTarget, LoadConfig, SageMakerTarget, Target, WorkloadConfig
+from .config import (
+    CostConfig,
+    HttpTarget,
+    LoadConfig,
+    RateSweepConfig,
+    SageMakerTarget,
+    SloConfig,
+    Target,
+    WorkloadConfig,
+)
 from .schema import Record
 
 SCHEMA_VERSION = 1
@@ -131,12 +140,17 @@ class BenchmarkResult(Record):
     workload: WorkloadConfig
     load: LoadConfig
     cost: CostConfig
+    slo: SloConfig | None = None
+    """The objectives goodput was judged by."""
+    rate_sweep: RateSweepConfig | None = None
     started_at: str
     finished_at: str | None = None
     status: RunStatus = "running"
     error: str | None = None
     client: dict[str, str] = field(default_factory=dict)
     levels: list[LevelResult] = field(default_factory=list)
+    max_sustained_rate: float | None = None
+    """Rate sweep: the highest request rate probed whose requests met the SLOs (see rate_sweep.py)."""
 
     def target_name(self) -> str:
         target: SageMakerTarget | HttpTarget = self.target

@@ -88,6 +88,8 @@ def new_benchmark(
         workload=config.workload,
         load=config.load,
         cost=config.cost,
+        slo=config.slo,
+        rate_sweep=config.rate_sweep,
         started_at=_timestamp(clock),
     )
     return BenchmarkState(config=config, run_id=run_id or secrets.token_hex(4), result=result)

@@ -20,6 +20,7 @@ from speculative_infra.benchmark.config import (
     DatasetConfig,
     HttpTarget,
     LoadConfig,
+    RateSweepConfig,
     SageMakerTarget,
     SloConfig,
     WorkloadConfig,
@@ -27,6 +28,7 @@ from speculative_infra.benchmark.config import (
 from speculative_infra.benchmark.datasets import dataset_prompts
 from speculative_infra.benchmark.files import OutputPaths, load_results, write_all, write_results
 from speculative_infra.benchmark.load import LevelProgress
+from speculative_infra.benchmark.rate_sweep import run_rate_sweep
 from speculative_infra.benchmark.results import BenchmarkResult, LevelResult
 from speculative_infra.benchmark.sweep import BenchmarkState, LevelReport, new_benchmark, run_benchmark
 
@@ -69,6 +71,11 @@ _OPTION_FOR_FIELD = {
     "tpot_ms": "--slo",
     "e2el_ms": "--slo",
     "client": "--sagemaker-client",
+    "start_rate": "--rate-sweep",
+    "max_rate": "--rate-sweep-max",
+    "bisection_steps": "--rate-sweep-steps",
+    "min_attainment": "--slo-attainment",
+    "rate_sweep": "--rate-sweep",
     "requests_per_level": "--requests-per-level",
     "warmup_requests": "--warmup",
     "request_timeout_s": "--timeout",
@@ -285,6 +292,30 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
         help="uncounted requests per level (default: C; open loop: 1 s of arrivals)",
     )
     load.add_argument(
+        "--rate-sweep",
+        type=_positive_float,
+        metavar="R",
+        help="find the highest request rate within --slo: open-loop levels from R requests/s, doubling until "
+        "one misses, then bisecting (--rate-sweep-steps); instead of --concurrency/--request-rate",
+    )
+    load.add_argument(
+        "--rate-sweep-max", type=_positive_float, metavar="R", help="do not probe above R requests/s"
+    )
+    load.add_argument(
+        "--rate-sweep-steps",
+        type=_int_at_least(0),
+        default=3,
+        metavar="N",
+        help="bisection steps (default: 3)",
+    )
+    load.add_argument(
+        "--slo-attainment",
+        type=_positive_float,
+        default=0.9,
+        metavar="F",
+        help="rate sweep: share of requests that must meet the SLOs for a rate to count as sustained (default: 0.9)",
+    )
+    load.add_argument(
         "--slo",
         type=_slo,
         metavar="KEY=MS,...",
@@ -361,6 +392,13 @@ def _check_combinations(args: argparse.Namespace) -> str | None:
             return "argument --burstiness: only valid with --request-rate"
     elif args.ramp_up:
         return "argument --ramp-up: only valid in a closed loop (without --request-rate)"
+    if args.rate_sweep is not None:
+        if args.slo is None:
+            return "argument --rate-sweep: requires --slo (a rate is sustained when its requests meet it)"
+        if args.request_rate is not None:
+            return "argument --rate-sweep: not with --request-rate (the sweep chooses the rates)"
+    elif args.rate_sweep_max is not None:
+        return "argument --rate-sweep-max: only valid with --rate-sweep"
     if args.sagemaker_client is not None and args.endpoint is None:
         return "argument --sagemaker-client: only valid with --endpoint"
     if args.instance_count is not None and args.price_per_hour is None and args.instance_type is None:
@@ -441,6 +479,14 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
             instance_count=args.instance_count or 1,
         ),
         slo=SloConfig(**args.slo) if args.slo else None,
+        rate_sweep=RateSweepConfig(
+            start_rate=args.rate_sweep,
+            max_rate=args.rate_sweep_max,
+            bisection_steps=args.rate_sweep_steps,
+            min_attainment=args.slo_attainment,
+        )
+        if args.rate_sweep is not None
+        else None,
         label=args.label,
     )
 
@@ -544,6 +590,8 @@ async def _run_sweep(config: BenchmarkConfig, paths: OutputPaths, bar: ProgressB
         if report.level is not None:
             bar.level_done(report.level)
 
+    if config.rate_sweep is not None:
+        return await run_rate_sweep(config, stop=stop, progress=bar.update, on_level=on_level)
     return await run_benchmark(config, stop=stop, progress=bar.update, on_level=on_level, state=state)
 
 
@@ -567,7 +615,15 @@ def _outcome(result: BenchmarkResult, paths: OutputPaths) -> tuple[int, str]:
         return EXIT_NOT_RUN, f"error: every request failed at {levels} ({summary}); {where}"
     if failed:
         return EXIT_REQUEST_FAILURES, f"warning: {failed} requests failed ({summary}){budget}; {where}"
-    return EXIT_OK, f"done{budget}: {len(result.levels)} levels; {where}"
+    sweep = ""
+    if result.rate_sweep is not None:
+        found = result.max_sustained_rate
+        sweep = (
+            f", highest rate within the SLOs: {found:g} requests/s"
+            if found is not None
+            else f", no rate within the SLOs (not even {result.rate_sweep.start_rate:g} requests/s)"
+        )
+    return EXIT_OK, f"done{budget}: {len(result.levels)} levels{sweep}; {where}"
 
 
 def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

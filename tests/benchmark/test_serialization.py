@@ -308,6 +308,8 @@ ADDED_SINCE_V1: dict[str, Any] = {
     "good_requests": None,
     "request_goodput": None,
     "output_goodput": None,
+    "rate_sweep": None,
+    "max_sustained_rate": None,
 }
 
 
