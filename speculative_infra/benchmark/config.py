@@ -130,6 +130,9 @@ class LoadConfig(Record):
     max_retries: int = field(default=3, metadata={"ge": 0})
     """Retries of requests refused before any byte arrived (throttling, model not ready)."""
     retry_backoff_s: float = field(default=0.5, metadata={"ge": 0})
+    workers: int = field(default=1, metadata={"ge": 1})
+    """Processes that share each level's load (one event loop each; slots, rate and requests split
+    evenly); their per-request records are merged into one level."""
     abort_after_failures: int | None = field(default=None, metadata={"ge": 1})
     """Abort a level after this many consecutive failures with no success. Default: max(3, concurrency)."""
 

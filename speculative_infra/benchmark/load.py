@@ -94,13 +94,19 @@ async def run_level(
     deadline: float | None = None,
     stop: asyncio.Event | None = None,
     progress: ProgressCallback | None = None,
+    job_offset: tuple[int, int] = (0, 0),
 ) -> LevelRun:
     """Run one level. ``deadline`` (clock time) and ``stop`` end it early, keeping what finished.
+
+    ``job_offset`` numbers the warm-up and measured requests from these indices (a worker process
+    running its share of a level takes the prompts a single process would give those requests).
 
     The transport must already be started for this level.
     """
     level = level if isinstance(level, Level) else Level(level)
-    run = _Level(level, transport, prompts, load, clock, request_id_prefix, deadline, stop, progress)
+    run = _Level(
+        level, transport, prompts, load, clock, request_id_prefix, deadline, stop, progress, job_offset
+    )
     return await run.run()
 
 
@@ -131,6 +137,7 @@ class _Level:
         deadline: float | None,
         stop: asyncio.Event | None,
         progress: ProgressCallback | None,
+        job_offset: tuple[int, int] = (0, 0),
     ) -> None:
         self._level = level
         self._c = level.concurrency
@@ -146,8 +153,9 @@ class _Level:
         self._warmup_total = load.warmup_for(level)
         self._measured_total = load.requests_for(level)
         self._abort_after = load.abort_threshold_for(level)
-        self._jobs = [(Phase.WARMUP, i) for i in range(self._warmup_total)] + [
-            (Phase.MEASURED, i) for i in range(self._measured_total)
+        warmup_from, measured_from = job_offset
+        self._jobs = [(Phase.WARMUP, warmup_from + i) for i in range(self._warmup_total)] + [
+            (Phase.MEASURED, measured_from + i) for i in range(self._measured_total)
         ]
         # Prompts and payloads are built before the clock starts: generating them on the fly
         # would delay other requests' sends and reads on a single-threaded event loop.

@@ -29,6 +29,8 @@ def _series(result: BenchmarkResult, x: _Getter, y: _Getter) -> tuple[list[float
     ys: list[float] = []
     cs: list[int] = []
     for level in result.levels:
+        if level.request_rate is not None:
+            continue  # open-loop levels have their own plot, against the rate
         xv, yv = x(level), y(level)
         if xv is not None and yv is not None:
             xs.append(xv)
@@ -42,7 +44,7 @@ def _concurrency(level: LevelResult) -> float:
 
 
 def _concurrency_axis(ax: Axes, results: Sequence[BenchmarkResult]) -> None:
-    levels = sorted({lv.concurrency for r in results for lv in r.levels})
+    levels = sorted({lv.concurrency for r in results for lv in r.levels if lv.request_rate is None})
     ax.set_xscale("log", base=2)
     if levels:
         ax.set_xticks(levels)
@@ -124,22 +126,87 @@ def _plot_tradeoff(results: Sequence[BenchmarkResult], path: Path) -> Path:
     return _save(fig, path)
 
 
+def _plot_rates(results: Sequence[BenchmarkResult], path: Path) -> Path:
+    """Open-loop levels: throughput and goodput, and TTFT, against the request rate (a rate sweep's
+    answer marked)."""
+    fig = Figure(figsize=(11, 4.2))
+    rate_ax, ttft_ax = fig.subplots(1, 2)
+    for i, result in enumerate(results):
+        color = f"C{i % 10}"
+        levels = sorted(
+            (lv for lv in result.levels if lv.request_rate is not None), key=lambda lv: lv.request_rate or 0
+        )
+        for ax, getter, style, label in (
+            (rate_ax, _output_throughput, "-o", "output tok/s"),
+            (rate_ax, _output_goodput, "--x", "goodput tok/s"),
+            (ttft_ax, _median_ttft, "-o", "median"),
+            (ttft_ax, _p99_ttft, "--x", "p99"),
+        ):
+            points = [(lv.request_rate or 0.0, v) for lv in levels if (v := getter(lv)) is not None]
+            if points:
+                ax.plot(
+                    [x for x, _ in points],
+                    [y for _, y in points],
+                    style,
+                    color=color,
+                    label=f"{result.label} {label}",
+                )
+        if result.max_sustained_rate is not None:
+            for ax in (rate_ax, ttft_ax):
+                ax.axvline(result.max_sustained_rate, color=color, linestyle=":", alpha=0.7)
+    rate_ax.set_title("Throughput and goodput (dotted: highest rate within the SLOs)")
+    rate_ax.set_ylabel("output tok/s")
+    ttft_ax.set_title("Time to first token")
+    ttft_ax.set_ylabel("TTFT (ms)")
+    for ax in (rate_ax, ttft_ax):
+        ax.set_xlabel("request rate (req/s)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _output_throughput(level: LevelResult) -> float | None:
+    return level.output_throughput
+
+
+def _output_goodput(level: LevelResult) -> float | None:
+    return level.output_goodput
+
+
+def _median_ttft(level: LevelResult) -> float | None:
+    return level.median_ttft_ms
+
+
+def _p99_ttft(level: LevelResult) -> float | None:
+    return level.p99_ttft_ms
+
+
 def render_report(results: Sequence[BenchmarkResult], out_dir: Path) -> ReportFiles:
     if not results:
         raise ValueError("no results to report")
     out_dir.mkdir(parents=True, exist_ok=True)
-    images = [
-        _plot_latency(results, out_dir / "latency_vs_concurrency.png"),
-        _plot_simple(
-            results,
-            out_dir / "per_user_throughput_vs_concurrency.png",
-            lambda lv: lv.output_tokens_per_second_per_user,
-            "Output rate per user",
-            "tok/s per user",
-        ),
-        _plot_tradeoff(results, out_dir / "throughput_vs_per_user.png"),
-    ]
-    has_cost = any(lv.cost_per_million_output_tokens is not None for r in results for lv in r.levels)
+    closed = any(lv.request_rate is None for r in results for lv in r.levels)
+    images: list[Path] = []
+    if closed:
+        images += [
+            _plot_latency(results, out_dir / "latency_vs_concurrency.png"),
+            _plot_simple(
+                results,
+                out_dir / "per_user_throughput_vs_concurrency.png",
+                lambda lv: lv.output_tokens_per_second_per_user,
+                "Output rate per user",
+                "tok/s per user",
+            ),
+            _plot_tradeoff(results, out_dir / "throughput_vs_per_user.png"),
+        ]
+    if any(lv.request_rate is not None for r in results for lv in r.levels):
+        images.append(_plot_rates(results, out_dir / "throughput_and_goodput_vs_rate.png"))
+    has_cost = closed and any(
+        lv.cost_per_million_output_tokens is not None
+        for r in results
+        for lv in r.levels
+        if lv.request_rate is None
+    )
     if has_cost:
         images.append(
             _plot_simple(
@@ -154,7 +221,7 @@ def render_report(results: Sequence[BenchmarkResult], out_dir: Path) -> ReportFi
     lines = summary_lines(results)
     lines += ["## Plots", ""]
     lines += [f"![{image.stem}]({image.name})" for image in images]
-    if not has_cost:
+    if closed and not has_cost:
         lines += ["", "No price was given (`--price-per-hour`), so there is no cost plot."]
     lines += [
         "",

@@ -18,23 +18,31 @@ def _table(result: BenchmarkResult) -> list[str]:
         "| TPOT p50 / p99 (ms) | ITL p50 (ms) | E2E p50 / p99 (s) | tok/chunk | lag p99 (ms) | $/M out |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    goodput = any(lv.good_requests is not None for lv in result.levels)
+    if goodput:
+        lines[0] += " good / goodput req/s |"
+        lines[1] += "---|"
     for lv in result.levels:
         e2e_med = None if lv.median_e2el_ms is None else lv.median_e2el_ms / 1000
         e2e_p99 = None if lv.p99_e2el_ms is None else lv.p99_e2el_ms / 1000
         partial = "" if lv.complete else f" ({lv.stop_reason})"
+        name = f"{lv.request_rate:g}/s" if lv.request_rate is not None else str(lv.concurrency)
         lines.append(
-            f"| {lv.concurrency}{partial} | {lv.completed} / {lv.failed} | {_fmt(lv.request_throughput, 2)} "
+            f"| {name}{partial} | {lv.completed} / {lv.failed} | {_fmt(lv.request_throughput, 2)} "
             f"| {_fmt(lv.output_throughput)} | {_fmt(lv.output_tokens_per_second_per_user)} "
             f"| {_fmt(lv.median_ttft_ms)} / {_fmt(lv.p99_ttft_ms)} "
             f"| {_fmt(lv.median_tpot_ms, 2)} / {_fmt(lv.p99_tpot_ms, 2)} | {_fmt(lv.median_itl_ms, 2)} "
             f"| {_fmt(e2e_med, 2)} / {_fmt(e2e_p99, 2)} | {_fmt(lv.mean_tokens_per_chunk, 2)} "
             f"| {_fmt(lv.p99_client_lag_ms, 2)} | {_fmt(lv.cost_per_million_output_tokens, 3)} |"
+            + (f" {lv.good_requests} / {_fmt(lv.request_goodput, 2)} |" if goodput else "")
         )
+    if any(lv.request_rate is not None for lv in result.levels):
+        lines[0] = lines[0].replace("| C |", "| rate (req/s) |", 1)
     return lines
 
 
 def _section(result: BenchmarkResult) -> list[str]:
-    w, load = result.workload, result.load
+    w = result.workload
     prefix = f", shared prefix {w.shared_prefix_tokens}" if w.shared_prefix_tokens else ""
     lines = [
         f"## {result.label}",
@@ -43,28 +51,55 @@ def _section(result: BenchmarkResult) -> list[str]:
         f"- Workload: {w.input_tokens} input / {w.output_tokens} output tokens{prefix}, seed {w.seed}, "
         f"forced length {'on' if w.force_output_length else 'off'}, temperature "
         f"{'server default' if w.temperature is None else w.temperature}",
-        f"- Load: closed loop, ramp-up {load.ramp_up_s:g} s, "
-        f"sustained {'yes' if load.sustain_load else 'no'}, "
-        f"timeout {load.request_timeout_s:g} s",
+        _load_line(result),
     ]
+    if w.dataset is not None:
+        lines.append(
+            f"- Prompts: dataset `{w.dataset.path}` ({w.dataset.format}), output length {w.dataset.output_length}"
+        )
+    if result.slo is not None:
+        objectives = ", ".join(f"{k} <= {v:g}" for k, v in result.slo.given().items())
+        lines.append(f"- SLOs: {objectives}")
+    if result.rate_sweep is not None:
+        found = result.max_sustained_rate
+        lines.append(
+            "- Rate sweep: highest rate within the SLOs "
+            + (f"**{found:g} requests/s**" if found is not None else "none (not even the start rate)")
+        )
     if result.cost.price_per_hour is not None:
         lines.append(f"- Price: ${result.cost.price_per_hour:g}/h x {result.cost.instance_count} instance(s)")
     if result.error:
         lines.append(f"- Error: {result.error}")
     lines += ["", *_table(result), ""]
     failures = [
-        (lv.concurrency, cls, n, lv.failure_examples.get(cls, ""))
+        (
+            f"{lv.request_rate:g}/s" if lv.request_rate is not None else f"C={lv.concurrency}",
+            cls,
+            n,
+            lv.failure_examples.get(cls, ""),
+        )
         for lv in result.levels
         for cls, n in sorted(lv.failure_classes.items())
     ]
     if failures:
         lines += ["Failures:", ""]
-        lines += [f"- C={c}: {n} x `{cls}` (e.g. {example})" for c, cls, n, example in failures]
+        lines += [f"- {c}: {n} x `{cls}` (e.g. {example})" for c, cls, n, example in failures]
         lines.append("")
     sources = {src for lv in result.levels for src in lv.output_tokens_source}
     if sources - {"usage", "details"}:
         lines += [f"Note: some output token counts are estimates ({', '.join(sorted(sources))}).", ""]
     return lines
+
+
+def _load_line(result: BenchmarkResult) -> str:
+    load = result.load
+    if result.rate_sweep is not None or load.request_rates is not None:
+        cap = f", at most {load.max_concurrency} open" if load.max_concurrency else ""
+        return f"- Load: open loop, burstiness {load.burstiness:g}{cap}, timeout {load.request_timeout_s:g} s"
+    return (
+        f"- Load: closed loop, ramp-up {load.ramp_up_s:g} s, sustained {'yes' if load.sustain_load else 'no'}, "
+        f"timeout {load.request_timeout_s:g} s"
+    )
 
 
 def summary_lines(results: Sequence[BenchmarkResult]) -> list[str]:

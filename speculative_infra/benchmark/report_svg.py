@@ -90,33 +90,38 @@ def line_chart(
     return "\n".join(parts)
 
 
-def _concurrency(level: LevelResult) -> float:
-    return float(level.concurrency)
+def _load(level: LevelResult) -> float:
+    """The x of a level: its request rate (open loop) or its concurrency."""
+    return float(level.request_rate) if level.request_rate is not None else float(level.concurrency)
 
 
 def sweep_charts(results: Sequence[BenchmarkResult]) -> dict[str, str]:
-    """File name -> SVG document for the four standard views."""
+    """File name -> SVG document for the four standard views (against the request rate, on a linear
+    axis, when the levels are open-loop)."""
+    open_loop = any(lv.request_rate is not None for r in results for lv in r.levels)
+    axis = "request rate (req/s)" if open_loop else "concurrency"
+    log_x = not open_loop
 
-    def series(y: Getter, x: Getter = _concurrency, suffix: str = "") -> list[Series]:
+    def series(y: Getter, x: Getter = _load, suffix: str = "") -> list[Series]:
         return [(f"{r.label}{suffix}", _points(r, x, y)) for r in results]
 
     charts = {
         "latency_vs_concurrency.svg": line_chart(
-            "Latency vs concurrency",
-            "concurrency",
+            f"Latency vs {axis.split(' (')[0]}",
+            axis,
             "ms",
             [
                 *series(lambda lv: lv.median_ttft_ms, suffix=" TTFT p50"),
                 *series(lambda lv: lv.median_e2el_ms, suffix=" E2E p50"),
             ],
-            log_x=True,
+            log_x=log_x,
         ),
         "per_user_throughput_vs_concurrency.svg": line_chart(
             "Output rate per user",
-            "concurrency",
+            axis,
             "tok/s per user",
             series(lambda lv: lv.output_tokens_per_second_per_user),
-            log_x=True,
+            log_x=log_x,
         ),
         "throughput_vs_per_user.svg": line_chart(
             "Aggregate vs per-user output rate",
@@ -128,9 +133,9 @@ def sweep_charts(results: Sequence[BenchmarkResult]) -> dict[str, str]:
     if any(lv.cost_per_million_output_tokens is not None for r in results for lv in r.levels):
         charts["cost_vs_concurrency.svg"] = line_chart(
             "Cost per million output tokens",
-            "concurrency",
+            axis,
             "$ / M output tokens",
             series(lambda lv: lv.cost_per_million_output_tokens),
-            log_x=True,
+            log_x=log_x,
         )
     return charts

@@ -138,17 +138,25 @@ async def run_next_level(
         await transport.start(level.concurrency or max(1, round(2 * (level.request_rate or 1))))
     except TargetUnavailable as exc:
         return LevelReport(finish_with_error(state, str(exc), clock=clock), None)
-    run = await run_level(
-        level,
-        transport,
-        prompts,
-        state.config.load,
-        clock,
-        request_id_prefix=f"{state.run_id}-",
-        deadline=deadline,
-        stop=stop,
-        progress=progress,
-    )
+    if state.config.load.workers > 1:
+        from .workers import run_level_in_workers  # only here: it starts processes
+
+        seconds = None if deadline is None else max(0.0, deadline - clock.now())
+        run = await run_level_in_workers(
+            state.config, level, state.config.load.workers, f"{state.run_id}-", seconds
+        )
+    else:
+        run = await run_level(
+            level,
+            transport,
+            prompts,
+            state.config.load,
+            clock,
+            request_id_prefix=f"{state.run_id}-",
+            deadline=deadline,
+            stop=stop,
+            progress=progress,
+        )
     summary, records = summarize_level(
         run,
         state.config.workload,
@@ -160,7 +168,7 @@ async def run_next_level(
     new.next_level_index += 1
     result = new.result
     result.levels.append(summary)
-    result.client = transport.describe()
+    result.client = {**transport.describe(), "workers": str(state.config.load.workers)}
     status = _STATUS_BY_STOP.get(run.stop_reason)
     if status is not None:
         result.status = status

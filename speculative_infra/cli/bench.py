@@ -71,6 +71,7 @@ _OPTION_FOR_FIELD = {
     "tpot_ms": "--slo",
     "e2el_ms": "--slo",
     "client": "--sagemaker-client",
+    "workers": "--workers",
     "start_rate": "--rate-sweep",
     "max_rate": "--rate-sweep-max",
     "bisection_steps": "--rate-sweep-steps",
@@ -292,6 +293,13 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
         help="uncounted requests per level (default: C; open loop: 1 s of arrivals)",
     )
     load.add_argument(
+        "--workers",
+        type=_int_at_least(1),
+        default=1,
+        metavar="N",
+        help="share each level over N processes, one event loop each (default: 1; about 256 streams per core)",
+    )
+    load.add_argument(
         "--rate-sweep",
         type=_positive_float,
         metavar="R",
@@ -466,6 +474,7 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
             request_rates=args.request_rate,
             burstiness=args.burstiness,
             max_concurrency=args.max_concurrency,
+            workers=args.workers,
             requests_per_level=args.requests_per_level,
             warmup_requests=args.warmup,
             request_timeout_s=args.timeout,

@@ -280,3 +280,40 @@ def test_unreachable_with_few_requests_still_exits_3(
     assert main([*argv, "--warmup", "0", "--output", str(out)]) == 3
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: every request failed at C=1") and "connection_error" in err
+
+
+def test_open_loop_with_a_dataset_and_slos_end_to_end(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = tmp_path / "prompts.jsonl"
+    dataset.write_text("".join(f'{{"prompt": "question {i}: what is a draft head?"}}\n' for i in range(8)))
+    results = tmp_path / "open.json"
+    argv = ["bench", "--url", f"{stand_in.base_url}/spec", "--request-rate", "5,10", "--slo", "ttft_ms=5000"]
+    argv += ["--dataset", str(dataset), "--requests-per-level", "4", "--warmup", "1", "--output-tokens", "8"]
+    assert main([*argv, "--output", str(results)]) == 0
+    err = capsys.readouterr().err
+    assert "dataset: 8 requests" in err and "R=5/s" in err and "goodput" in err
+    data = json.loads(results.read_text())
+    assert [lv["request_rate"] for lv in data["levels"]] == [5.0, 10.0]
+    assert all(lv["good_requests"] == 4 for lv in data["levels"]) and data["slo"]["ttft_ms"] == 5000
+    assert data["workload"]["dataset"]["path"] == str(dataset)
+    assert main(["report", str(results), "--out", str(tmp_path / "report")]) == 0
+    assert (tmp_path / "report" / "throughput_and_goodput_vs_rate.png").read_bytes().startswith(b"\x89PNG")
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert (
+        "| rate (req/s) |" in markdown
+        and "- SLOs: ttft_ms <= 5000" in markdown
+        and "Prompts: dataset" in markdown
+    )
+
+
+def test_rate_sweep_end_to_end(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "sweep.json"
+    argv = ["bench", "--url", f"{stand_in.base_url}/spec", "--rate-sweep", "4", "--rate-sweep-max", "8"]
+    argv += ["--slo", "ttft_ms=5000", "--requests-per-level", "4", "--warmup", "1", "--output-tokens", "8"]
+    assert main([*argv, "--output", str(results)]) == 0
+    assert "highest rate within the SLOs: 8 requests/s" in capsys.readouterr().err
+    data = json.loads(results.read_text())
+    assert [lv["request_rate"] for lv in data["levels"]] == [4.0, 8.0] and data["max_sustained_rate"] == 8.0

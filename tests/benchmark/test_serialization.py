@@ -310,6 +310,7 @@ ADDED_SINCE_V1: dict[str, Any] = {
     "output_goodput": None,
     "rate_sweep": None,
     "max_sustained_rate": None,
+    "workers": 1,
 }
 
 
