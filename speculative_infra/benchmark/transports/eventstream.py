@@ -68,6 +68,22 @@ def _headers(data: bytes | bytearray, start: int, end: int) -> dict[str, HeaderV
     return headers
 
 
+# Every PayloadPart of a stream carries the same header bytes: parse each distinct block once. The
+# dicts are shared, so callers must not change them.
+_HEADER_CACHE: dict[bytes, dict[str, HeaderValue]] = {}
+_HEADER_CACHE_SIZE = 64
+
+
+def _cached_headers(block: bytes) -> dict[str, HeaderValue]:
+    headers = _HEADER_CACHE.get(block)
+    if headers is None:
+        headers = _headers(block, 0, len(block))
+        if len(_HEADER_CACHE) >= _HEADER_CACHE_SIZE:
+            _HEADER_CACHE.clear()
+        _HEADER_CACHE[block] = headers
+    return headers
+
+
 class EventStreamDecoder:
     """Feed network reads with :meth:`feed`; it yields ``(headers, payload)`` for each complete message."""
 
@@ -95,7 +111,7 @@ class EventStreamDecoder:
                 if zlib.crc32(buffer[start : end - 4]) != message_crc:
                     raise EventStreamError("message checksum mismatch")
                 headers_end = start + 12 + headers_length
-                headers = _headers(buffer, start + 12, headers_end)
+                headers = _cached_headers(bytes(buffer[start + 12 : headers_end]))
                 yield headers, bytes(buffer[headers_end : end - 4])
                 start = end
         finally:
