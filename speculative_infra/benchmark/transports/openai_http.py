@@ -13,9 +13,9 @@ from ..failures import Failure, FailureClass, classify_http_status
 from ..formats import ApiFormat, OpenAIChatFormat, OpenAICompletionsFormat
 from ..recorder import StreamRecorder
 from .base import TargetUnavailable, WireRequest
-from .finish import finish_stream
 from .http1 import ConnectionPool, HttpError, Origin, request_head
 from .sinks import StreamSink
+from .streamed_request import stream_request
 
 _MODEL_LOOKUP_TIMEOUT_S = 10.0
 
@@ -79,20 +79,25 @@ class OpenAIHttpTransport:
         headers = {"Content-Type": "application/json", "X-Request-Id": request.request_id}
         head = request_head("POST", self._path, self._origin, headers, len(request.body))
         sink = StreamSink(rec, self.api_format)
-        await exchange(pool, head, request.body, sink, rec, self._timeout_s, self._clock)
-        if rec.failure is not None:
-            return
-        if sink.status != 200:
-            text = bytes(sink.error_body).decode("utf-8", "replace")[:300]
-            failure_class = classify_http_status(sink.status)
-            rec.failure = Failure(
-                failure_class,
-                f"HTTP {sink.status} from {self._url}: {text}",
-                retryable=failure_class is FailureClass.THROTTLED,
-            )
-            return
-        rec.failure = sink.failure
-        finish_stream(rec)
+        await stream_request(
+            pool,
+            head,
+            request.body,
+            sink,
+            rec,
+            timeout_s=self._timeout_s,
+            clock=self._clock,
+            error_answer=self._error,
+        )
+
+    def _error(self, sink: StreamSink) -> Failure:
+        text = bytes(sink.error_body).decode("utf-8", "replace")[:300]
+        failure_class = classify_http_status(sink.status)
+        return Failure(
+            failure_class,
+            f"HTTP {sink.status} from {self._url}: {text}",
+            retryable=failure_class is FailureClass.THROTTLED,
+        )
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -126,32 +131,3 @@ class _WholeBody:
 
     def end(self, at: float) -> None:
         return None
-
-
-async def exchange(
-    pool: ConnectionPool,
-    head: bytes,
-    body: bytes,
-    sink: StreamSink,
-    rec: StreamRecorder,
-    timeout_s: float,
-    clock: Clock,
-) -> None:
-    """One request through the pool, its transport failures classified into ``rec``."""
-
-    def sent(at: float) -> None:
-        rec.sent_at = at
-
-    try:
-        async with asyncio.timeout(timeout_s):
-            await pool.exchange(head, body, sink, sent)
-    except TimeoutError:
-        rec.failure = Failure(FailureClass.TIMEOUT, f"no complete response within {timeout_s:g} s")
-    except HttpError as exc:
-        if exc.started:
-            rec.failure = Failure(FailureClass.STREAM_BROKEN, str(exc))
-        else:
-            rec.failure = Failure(FailureClass.CONNECTION_ERROR, str(exc))
-    finally:
-        if rec.completed_at is None:
-            rec.completed_at = clock.now()

@@ -28,16 +28,14 @@ from ..formats import ApiFormat, LmiFormat, OpenAIChatFormat
 from ..recorder import StreamRecorder
 from .base import TargetUnavailable, WireRequest
 from .eventstream import HeaderValue
-from .finish import finish_stream
 from .http1 import ConnectionPool, Origin, request_head
-from .openai_http import exchange
 from .sagemaker_errors import classify_sagemaker_error
 from .sigv4 import SigV4Signer
-from .sinks import EventStreamSink
+from .sinks import EventStreamSink, StreamSink
+from .streamed_request import stream_request
 
 SERVICE = "sagemaker-runtime"
 SIGNING_NAME = "sagemaker"  # the service model's signingName
-EVENT_STREAM = "application/vnd.amazon.eventstream"
 
 
 class AsyncSageMakerTransport:
@@ -124,14 +122,16 @@ class AsyncSageMakerTransport:
         signed = self.signed_headers(request, credentials)
         head = request_head("POST", self._path, pool.origin, signed, len(request.body))
         sink = EventStreamSink(rec, self.api_format, _stream_exception)
-        await exchange(pool, head, request.body, sink, rec, self._timeout_s, self._clock)
-        if rec.failure is not None:
-            return
-        if sink.status != 200:
-            rec.failure = _error_response(sink.status, sink.headers, bytes(sink.error_body))
-            return
-        rec.failure = sink.failure
-        finish_stream(rec)
+        await stream_request(
+            pool,
+            head,
+            request.body,
+            sink,
+            rec,
+            timeout_s=self._timeout_s,
+            clock=self._clock,
+            error_answer=_error_answer,
+        )
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -148,6 +148,10 @@ class AsyncSageMakerTransport:
             "connections_opened": str(self._pool.opened if self._pool else 0),
             "python": sys.version.split()[0],
         }
+
+
+def _error_answer(sink: StreamSink) -> Failure:
+    return _error_response(sink.status, sink.headers, bytes(sink.error_body))
 
 
 def _error_response(status: int, headers: Mapping[str, str], body: bytes) -> Failure:
