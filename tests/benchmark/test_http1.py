@@ -248,3 +248,42 @@ def test_tls_with_certificate_verification(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(HttpError, match="CERTIFICATE_VERIFY_FAILED") as info:
         asyncio.run(main("localhost"))
     assert info.value.connect
+
+
+def test_a_kept_alive_connection_closed_by_the_server_is_replaced_once() -> None:
+    """The server's idle timeout closes the connection just as it is reused: the request goes out again."""
+
+    async def main() -> tuple[list[bytes], int]:
+        served: list[int] = []
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            served.append(1)
+            first_connection = len(served) == 1
+            count = 0
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+                count += 1
+                if first_connection and count == 2:
+                    writer.close()  # closed instead of answering the second request on it
+                    return
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = ConnectionPool(Origin(f"http://127.0.0.1:{port}"), MonotonicClock(), connect_timeout_s=5)
+        bodies = []
+        for _ in range(2):
+            sink = Collect()
+            await _exchange(pool, sink)
+            bodies.append(bytes(sink.data))
+        pool.close()
+        server.close()
+        return bodies, len(served)
+
+    bodies, connections = asyncio.run(main())
+    assert bodies == [b"ok", b"ok"] and connections == 2

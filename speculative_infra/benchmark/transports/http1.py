@@ -6,8 +6,9 @@ other one (milliseconds of error at C=256). Here ``data_received`` only stamps t
 bytes; parsing runs in the next turn of the event loop, once every ready socket has been stamped. Sends
 are one ``transport.write`` of pre-formatted bytes.
 
-What it does: keep-alive connections per origin (plain or TLS), ``Content-Length``, chunked and
-until-close bodies, 1xx responses skipped. What it does not: proxies, redirects, compression, HTTP/2
+What it does: keep-alive connections per origin (plain or TLS; one resent on a new connection when the
+server closed it as it was reused, before any answer), ``Content-Length``, chunked and until-close
+bodies, 1xx responses skipped. What it does not: proxies, redirects, compression, HTTP/2
 (the streaming endpoints it talks to need none of them).
 """
 
@@ -81,6 +82,7 @@ class _Connection(asyncio.Protocol):
         self._sink: ResponseSink | None = None
         self._done: asyncio.Future[None] | None = None
         self._started = False
+        self.answered = False  # any byte of the current exchange's response arrived
 
     # asyncio callbacks ------------------------------------------------------------------------
 
@@ -91,6 +93,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         # Only the time and the bytes: parsing waits until every socket ready in this turn is stamped.
         self._pending.append((self._clock.now(), data))
+        self.answered = True
         if not self._scheduled:
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._process)
@@ -116,6 +119,7 @@ class _Connection(asyncio.Protocol):
         self._done = asyncio.get_running_loop().create_future()
         self._state = _HEAD
         self._started = False
+        self.answered = False
         self._keep_alive = True
         self.transport.write(head + body)
         return self._done
@@ -270,11 +274,12 @@ class ConnectionPool:
     def _release(self, connection: _Connection) -> None:
         self._idle.append(connection)
 
-    async def _connection(self) -> _Connection:
-        while self._idle:
+    async def _connection(self, reuse: bool = True) -> tuple[_Connection, bool]:
+        """A connection, and whether it was reused from the idle ones."""
+        while reuse and self._idle:
             connection = self._idle.pop()
             if not connection.closed:
-                return connection
+                return connection, True
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_s):
@@ -290,7 +295,7 @@ class ConnectionPool:
                 f"cannot connect to {self.origin.host_header}: {exc}", started=False, connect=True
             ) from exc
         self.opened += 1
-        return protocol
+        return protocol, False
 
     async def exchange(
         self, head: bytes, body: bytes, sink: ResponseSink, on_sent: Callable[[float], None]
@@ -298,18 +303,26 @@ class ConnectionPool:
         """Send one request and feed its response to ``sink``; raises :class:`HttpError`.
 
         Cancelling the awaiting task closes the connection (a response cannot be abandoned halfway on it).
+        A kept-alive connection the server closed just as it was reused (its idle timeout) fails before any
+        answer: the request is sent once more on a new connection, as HTTP clients do.
         """
-        connection = await self._connection()
-        # Stamped as the bytes start to leave: TTFT then never undercuts the server's own (the server may
-        # read the request before a stamp taken after the write returns).
-        on_sent(self._clock.now())
-        done = connection.start(head, body, sink)
-        try:
-            await done
-        except BaseException:
-            if not done.done() or done.cancelled():
-                connection.abort()
-            raise
+        connection, reused = await self._connection()
+        while True:
+            # Stamped as the bytes start to leave: TTFT then never undercuts the server's own (the server
+            # may read the request before a stamp taken after the write returns).
+            on_sent(self._clock.now())
+            done = connection.start(head, body, sink)
+            try:
+                await done
+                return
+            except HttpError:
+                if not reused or connection.answered:
+                    raise
+                connection, reused = await self._connection(reuse=False)
+            except BaseException:
+                if not done.done() or done.cancelled():
+                    connection.abort()
+                raise
 
     def close(self) -> None:
         for connection in self._idle:
