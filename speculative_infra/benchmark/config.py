@@ -95,6 +95,10 @@ class Level:
         cap = f", at most {self.concurrency} open" if self.concurrency else ""
         return f"{self.request_rate:g} requests/s{cap}"
 
+    def connections(self) -> int:
+        """Connections a transport prepares: the slots or the cap, else about two seconds of arrivals."""
+        return self.concurrency or max(1, round(2 * (self.request_rate or 1)))
+
     def key(self) -> str:
         """Stable short name (request ids, file names): ``c32`` or ``r2.5``."""
         return f"c{self.concurrency}" if self.request_rate is None else f"r{self.request_rate:g}"

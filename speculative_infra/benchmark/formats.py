@@ -209,3 +209,10 @@ class LmiFormat:
             rec.usage(details.get("input_length"), details.get("generated_tokens"))
         if obj.get("generated_text") is not None:
             rec.mark_done()
+
+
+def sagemaker_payload(
+    container: Literal["vllm", "lmi"], workload: WorkloadConfig, model: str | None
+) -> ApiFormat:
+    """The payload a SageMaker container expects: OpenAI chat for the vLLM DLC, LMI's schema for LMI."""
+    return LmiFormat(workload) if container == "lmi" else OpenAIChatFormat(workload, model)

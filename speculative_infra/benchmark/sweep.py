@@ -134,8 +134,7 @@ async def run_next_level(
     except ConfigError as exc:
         return LevelReport(finish_with_error(state, str(exc), clock=clock), None)
     try:
-        # Connection pools are sized to the open requests: the cap, or about 2 s of arrivals uncapped.
-        await transport.start(level.concurrency or max(1, round(2 * (level.request_rate or 1))))
+        await transport.start(level.connections())
     except TargetUnavailable as exc:
         return LevelReport(finish_with_error(state, str(exc), clock=clock), None)
     if state.config.load.workers > 1:

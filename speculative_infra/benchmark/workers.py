@@ -68,7 +68,7 @@ def _run_share(
         transport = make_transport(benchmark, clock)
         share = Level(*level)
         try:
-            await transport.start(share.concurrency or max(1, round(2 * (share.request_rate or 1))))
+            await transport.start(share.connections())
             prompts = PromptFactory(benchmark.workload, dataset_prompts(benchmark.workload.dataset))
             deadline = clock.now() + seconds if seconds is not None else None
             return await run_level(

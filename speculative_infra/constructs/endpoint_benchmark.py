@@ -127,8 +127,9 @@ class BenchmarkOptions(BaseModel):
         return waves * self._per_request_seconds(concurrency)
 
     def estimated_rate_seconds(self, rate: float) -> float:
-        """Open loop: the arrivals (the engine's default warm-up is one second of them) plus the last
-        request's own time, at the load the rate keeps open."""
+        """Open loop: the arrivals (the engine's default warm-up is one second of them, LoadConfig.warmup_for;
+        not imported here, which would load the whole engine at synth time) plus the last request's own
+        time, at the load the rate keeps open."""
         warmup = self.warmup_requests if self.warmup_requests is not None else max(1, round(rate))
         open_requests = min(self.max_concurrency or math.inf, max(1.0, rate * self._per_request_seconds(1)))
         return (self.requests_per_level + warmup) / rate + self._per_request_seconds(open_requests)

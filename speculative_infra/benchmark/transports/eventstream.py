@@ -28,9 +28,9 @@ class EventStreamError(ValueError):
     """The bytes are not a valid event stream (length, checksum or header type)."""
 
 
-def _headers(data: bytes | bytearray, start: int, end: int) -> dict[str, HeaderValue]:
+def _headers(data: bytes) -> dict[str, HeaderValue]:
     headers: dict[str, HeaderValue] = {}
-    at = start
+    at, end = 0, len(data)
     while at < end:
         name_length = data[at]
         name = data[at + 1 : at + 1 + name_length].decode("utf-8")
@@ -77,7 +77,7 @@ _HEADER_CACHE_SIZE = 64
 def _cached_headers(block: bytes) -> dict[str, HeaderValue]:
     headers = _HEADER_CACHE.get(block)
     if headers is None:
-        headers = _headers(block, 0, len(block))
+        headers = _headers(block)
         if len(_HEADER_CACHE) >= _HEADER_CACHE_SIZE:
             _HEADER_CACHE.clear()
         _HEADER_CACHE[block] = headers

@@ -29,7 +29,7 @@ from botocore.exceptions import (
 from ..clock import Clock
 from ..config import SageMakerTarget, WorkloadConfig
 from ..failures import Failure, FailureClass
-from ..formats import ApiFormat, BadChunk, LmiFormat, OpenAIChatFormat
+from ..formats import ApiFormat, BadChunk, sagemaker_payload
 from ..recorder import StreamRecorder
 from .base import TargetUnavailable, WireRequest
 from .finish import finish_stream
@@ -68,9 +68,7 @@ class SageMakerTransport:
         self._timeout_s = timeout_s
         self._clock = clock
         self._session = session
-        self.api_format: ApiFormat = (
-            LmiFormat(workload) if target.container == "lmi" else OpenAIChatFormat(workload, target.model)
-        )
+        self.api_format: ApiFormat = sagemaker_payload(target.container, workload, target.model)
         self._client: SageMakerRuntimeClient | None = None
         self._pool_connections = 0
         self._threads = DaemonThreadPool("sagemaker-stream")

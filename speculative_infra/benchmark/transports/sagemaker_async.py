@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError
 from ..clock import Clock
 from ..config import SageMakerTarget, WorkloadConfig
 from ..failures import Failure, FailureClass
-from ..formats import ApiFormat, LmiFormat, OpenAIChatFormat
+from ..formats import ApiFormat, sagemaker_payload
 from ..recorder import StreamRecorder
 from .base import TargetUnavailable, WireRequest
 from .eventstream import HeaderValue
@@ -52,12 +52,9 @@ class AsyncSageMakerTransport:
         self._timeout_s = timeout_s
         self._clock = clock
         self._botocore = session or botocore.session.get_session()
-        self.api_format: ApiFormat = (
-            LmiFormat(workload) if target.container == "lmi" else OpenAIChatFormat(workload, target.model)
-        )
+        self.api_format: ApiFormat = sagemaker_payload(target.container, workload, target.model)
         self._pool: ConnectionPool | None = None
         self._signer: SigV4Signer | None = None
-        self._url = ""
         self._path = ""
         self._region = ""
 
@@ -75,9 +72,6 @@ class AsyncSageMakerTransport:
             raise TargetUnavailable(f"cannot resolve the SageMaker runtime endpoint: {exc}") from exc
         endpoint = quote(self._target.endpoint_name, safe="")
         self._path = f"{origin.base_path}/endpoints/{endpoint}/invocations-response-stream"
-        self._url = (
-            client.meta.endpoint_url.rstrip("/") + f"/endpoints/{endpoint}/invocations-response-stream"
-        )
         self._pool = ConnectionPool(origin, self._clock, connect_timeout_s=min(self._timeout_s, 30.0))
         self._signer = SigV4Signer(self._region, SIGNING_NAME)
 
