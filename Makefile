@@ -26,6 +26,7 @@ synth: setup
 test: setup lint typecheck
 	$(PY) scripts/generate_rule_docs.py --check
 	$(PY) scripts/generate_memory_docs.py --check
+	$(PY) scripts/render_dashboard_picture.py --check
 	$(PY) -m pytest -q
 
 lint:
@@ -39,6 +40,7 @@ typecheck:
 docs: setup
 	$(PY) scripts/generate_rule_docs.py
 	$(PY) scripts/generate_memory_docs.py
+	$(PY) scripts/render_dashboard_picture.py
 
 ## Mutation testing of the rules, the memory model and the host model (not in CI; ~20 minutes on 2 cores).
 ## Results: docs/testing.md.

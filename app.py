@@ -36,7 +36,7 @@ def build_app(outdir: str | None = None) -> cdk.App:
 
     # The reference: Qwen3-32B on one RTX PRO 6000 (g7e.2xlarge), vLLM 0.15.1, EAGLE3 with 4 tokens.
     reference = cdk.Stack(app, "SpeculativeVllmReference", env=cdk.Environment(region="us-west-2"))
-    SpeculativeVllmEndpoint(
+    eagle3 = SpeculativeVllmEndpoint(
         reference,
         "Qwen3Eagle3",
         model_id="Qwen/Qwen3-32B",
@@ -47,6 +47,14 @@ def build_app(outdir: str | None = None) -> cdk.App:
         scaling={"min_capacity": 1, "max_capacity": 4},
         # Measured after every deployment; a throughput below the gate rolls the deployment back.
         benchmark={"concurrency": [1, 8, 32], "min_output_throughput": 300},
+    )
+    # Watch it: a dashboard, a canary measuring tokens/s and acceptance every 5 minutes, and SLO alarms
+    # (acceptance: 15% below what the post-deploy benchmark measured).
+    eagle3.add_dashboard()
+    eagle3.add_canary()
+    eagle3.add_slo_alarms(
+        {"p90_ttft_ms": 1000, "p90_tpot_ms": 40, "error_rate": 0.01, "min_tokens_per_chunk": "benchmark"},
+        create_topic=True,
     )
     # The same model without speculation: the baseline of the benchmark.
     SpeculativeVllmEndpoint(

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from speculative_infra.check import CheckResult, check
     from speculative_infra.constructs.eagle_job import EagleOptimizationJob, TrainedDraft
     from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
+    from speculative_infra.constructs.endpoint_canary import CanaryOptions, EndpointCanary
+    from speculative_infra.constructs.endpoint_dashboard import EndpointDashboard
     from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+    from speculative_infra.constructs.slo_alarms import EndpointSlos, SloAlarms
     from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
     from speculative_infra.errors import CompatibilityError
     from speculative_infra.rules import Finding, Severity
@@ -32,6 +35,11 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "BenchmarkOptions": "speculative_infra.constructs.endpoint_benchmark",
+    "CanaryOptions": "speculative_infra.constructs.endpoint_canary",
+    "EndpointCanary": "speculative_infra.constructs.endpoint_canary",
+    "EndpointDashboard": "speculative_infra.constructs.endpoint_dashboard",
+    "EndpointSlos": "speculative_infra.constructs.slo_alarms",
+    "SloAlarms": "speculative_infra.constructs.slo_alarms",
     "CheckResult": "speculative_infra.check",
     "check": "speculative_infra.check",
     "CompatibilityError": "speculative_infra.errors",
@@ -55,12 +63,16 @@ _EXPORTS = {
 
 __all__ = [
     "BenchmarkOptions",
+    "CanaryOptions",
     "CheckResult",
     "CompatibilityError",
     "DeploymentGuardrails",
     "DeploymentSpec",
     "EagleOptimizationJob",
     "EndpointBenchmark",
+    "EndpointCanary",
+    "EndpointDashboard",
+    "EndpointSlos",
     "EngineArgs",
     "Finding",
     "InferenceComponentEndpoint",
@@ -68,6 +80,7 @@ __all__ = [
     "ScalingOptions",
     "ScheduledCapacity",
     "Severity",
+    "SloAlarms",
     "SpecError",
     "SpeculativeConfig",
     "SpeculativeVllmEndpoint",

@@ -47,6 +47,8 @@ def test_wheel_contents(wheel):
     assert "speculative_infra/catalog/data/vllm/0.15.1.json" in names
     assert "speculative_infra_lambda/optimization_job/handler.py" in names
     assert "speculative_infra_lambda/endpoint_benchmark/handler.py" in names
+    assert "speculative_infra_lambda/endpoint_canary/prompts.jsonl" in names  # package data, not code
+    assert "speculative_infra/catalog/data/monitoring.yaml" in names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
 
 
@@ -110,6 +112,9 @@ def test_consumer_lambda_assets_contain_handlers(consumer_assembly):
     assert not any((f / "endpoint_benchmark").exists() for f in handler_folders)  # one handler per asset
     bench = [f for f in folders if (f / "endpoint_benchmark" / "handler.py").is_file()]
     assert bench and (bench[0] / "speculative_infra" / "benchmark" / "sweep.py").is_file()
+    canary = [f for f in folders if (f / "endpoint_canary" / "handler.py").is_file()]
+    assert canary and (canary[0] / "endpoint_canary" / "prompts.jsonl").is_file()
+    assert not (canary[0] / "endpoint_benchmark").exists()
 
 
 def test_import_is_cheap():

@@ -35,6 +35,8 @@ endpoint = SpeculativeVllmEndpoint(
     scaling={"min_capacity": 1, "max_capacity": 2},
     benchmark={"concurrency": [1, 4]},  # a second custom resource, bundling the benchmark engine
 )
+endpoint.add_canary()  # a scheduled Lambda whose asset carries the engine and its prompts file
+endpoint.add_dashboard()
 LmiInferenceComponent(
     stack,
     "Batch",

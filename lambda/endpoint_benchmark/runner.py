@@ -133,6 +133,10 @@ def _finish(event: BenchmarkEvent, state: BenchmarkState, results_uri: str) -> d
             data[f"P99TtftMs{suffix}"] = _fmt(level.get("p99_ttft_ms"))
         data["CostPerMillionOutputTokens"] = _fmt(high.get("cost_per_million_output_tokens"))
         data["RequestGoodputHighest"] = _fmt(high.get("request_goodput"))
+        data["TokensPerChunkBaseline"] = _fmt(low.get("mean_tokens_per_chunk"))
+    # The acceptance baseline SLO alarms compare the canary with must be a number: "0" when not measured
+    # (an alarm below it never fires).
+    data["TokensPerChunkBaseline"] = data["TokensPerChunkBaseline"] or "0"
     return data
 
 
@@ -147,6 +151,7 @@ ATTRIBUTES = (
     ),
     "CostPerMillionOutputTokens",
     "RequestGoodputHighest",
+    "TokensPerChunkBaseline",
 )
 
 

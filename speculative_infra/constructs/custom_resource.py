@@ -5,6 +5,9 @@ No AWS managed policies: every role gets an inline policy for its own log group 
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -20,6 +23,7 @@ from constructs import Construct
 
 from speculative_infra.constructs.nag import acknowledge
 
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # speculative_infra/
 LAMBDA_PACKAGE = "speculative_infra_lambda"  # the top-level lambda/ folder, as installed (setup.py)
 LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14  # cdk-nag L1: the newest Python runtime
 
@@ -56,6 +60,22 @@ def handler_code(package: str) -> lambda_.Code:
     root = handlers_dir()
     others = [p.name for p in root.iterdir() if p.is_dir() and p.name not in (package, "__pycache__")]
     return lambda_.Code.from_asset(str(root), exclude=["**/__pycache__", "*.pyc", *others])
+
+
+def stage_engine_handler(folder: str) -> str:
+    """A folder holding one handler and the benchmark engine it imports (nothing else of the library),
+    as a Lambda asset."""
+    staging = Path(tempfile.mkdtemp(prefix=f"speculative-infra-{folder.replace('_', '-')}-"))
+    # Synthesis copies the asset into the cloud assembly; the staging folder is not needed afterwards.
+    atexit.register(shutil.rmtree, staging, ignore_errors=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "report.py")
+    package = staging / "speculative_infra"
+    package.mkdir()
+    for name in ("__init__.py", "_version.py"):
+        shutil.copy2(PACKAGE_DIR / name, package / name)
+    shutil.copytree(PACKAGE_DIR / "benchmark", package / "benchmark", ignore=ignore)
+    shutil.copytree(handlers_dir() / folder, staging / folder, ignore=ignore)
+    return str(staging)
 
 
 def handler_function(

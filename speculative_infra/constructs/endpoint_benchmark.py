@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import math
-import shutil
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
@@ -18,12 +14,12 @@ from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from speculative_infra.constructs.benchmark_target import Benchmarkable
-from speculative_infra.constructs.custom_resource import handler_function, handlers_dir, provider
+from speculative_infra.constructs.custom_resource import handler_function, provider, stage_engine_handler
+from speculative_infra.constructs.monitoring_target import BenchmarkSeries
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
 # CloudFormation waits at most an hour for a custom resource; one invocation lasts at most 15 minutes.
 MAX_TOTAL = Duration.minutes(55)
 MAX_INVOCATION_S = 15 * 60
@@ -183,21 +179,6 @@ def check_fits(options: BenchmarkOptions, path: str) -> None:
         )
 
 
-def stage_handler_code() -> str:
-    """A folder with the handler and the benchmark engine it imports, as the Lambda asset."""
-    staging = Path(tempfile.mkdtemp(prefix="speculative-infra-benchmark-"))
-    # Synthesis copies the asset into the cloud assembly; the staging folder is not needed afterwards.
-    atexit.register(shutil.rmtree, staging, ignore_errors=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "report.py")
-    package = staging / "speculative_infra"
-    package.mkdir()
-    for name in ("__init__.py", "_version.py"):
-        shutil.copy2(PACKAGE_DIR / name, package / name)
-    shutil.copytree(PACKAGE_DIR / "benchmark", package / "benchmark", ignore=ignore)
-    shutil.copytree(handlers_dir() / "endpoint_benchmark", staging / "endpoint_benchmark", ignore=ignore)
-    return str(staging)
-
-
 class EndpointBenchmark(Construct):
     """Runs the benchmark engine against an endpoint once it is in service, and on every change to it.
 
@@ -249,7 +230,7 @@ class EndpointBenchmark(Construct):
             )
         prefix = results_prefix if results_prefix.endswith("/") else results_prefix + "/"
         memory = VCPU_MEMORY_MB * max(1, math.ceil(self.options.peak_open_requests() / STREAMS_PER_CORE))
-        code = lambda_.Code.from_asset(stage_handler_code())
+        code = lambda_.Code.from_asset(stage_engine_handler("endpoint_benchmark"))
         functions = {}
         for name, construct_id_, timeout, size in (
             ("on_event", "OnEvent", Duration.minutes(1), 256),
@@ -365,11 +346,23 @@ class EndpointBenchmark(Construct):
                 "RequestGoodputHighest",
             )
         }
+        # Mean tokens per chunk at the lowest level ("0" when not measured: an alarm against it never fires).
+        self.tokens_per_chunk_baseline = self.resource.get_att_string("TokensPerChunkBaseline")
         if outputs:
             CfnOutput(self, "ResultsS3UriOutput", value=self.results_s3_uri, description="Benchmark results")
             CfnOutput(self, "StatusOutput", value=self.status)
             for key, value in self.attributes.items():
                 CfnOutput(self, f"{key}Output", value=value)
+
+    def series(self) -> BenchmarkSeries:
+        """The EMF series each run publishes (one per level), for dashboards and alarms."""
+        if self.options.request_rates is not None:
+            return BenchmarkSeries(
+                "RequestRate", [f"{r:g}" for r in self.options.request_rates], self.tokens_per_chunk_baseline
+            )
+        return BenchmarkSeries(
+            "Concurrency", [str(c) for c in self.options.concurrency], self.tokens_per_chunk_baseline
+        )
 
     def _grant_dataset(self, function: lambda_.IFunction, dataset: S3Location) -> None:
         """Read access to the dataset prefix only (list under it, get its objects)."""

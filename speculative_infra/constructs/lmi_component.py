@@ -24,6 +24,8 @@ from speculative_infra.constructs.inference_component_endpoint import (
     InferenceComponentEndpoint,
     RoutingStrategy,
 )
+from speculative_infra.constructs.monitoring_target import MonitoringTarget
+from speculative_infra.constructs.observability import Observable
 from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
@@ -39,7 +41,7 @@ HOST_MEMORY_OVERHEAD_MB = 4096
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
-class LmiInferenceComponent(Construct):
+class LmiInferenceComponent(Construct, Observable):
     """A DJL LMI model in vLLM async mode on an inference-component endpoint, checked at synth time."""
 
     def __init__(
@@ -227,6 +229,8 @@ class LmiInferenceComponent(Construct):
         )
 
         self.scalable_target: appscaling.ScalableTarget | None = None
+        self.scaling_options = scaling_options
+        self.scaling_target_value: float | None = None
         if scaling_options is not None:
             self._add_scaling(scaling_options)
         for key, value in (tags or {}).items():
@@ -259,12 +263,15 @@ class LmiInferenceComponent(Construct):
 
     def _add_scaling(self, options: ScalingOptions) -> None:
         scope = Construct(self, "Scaling")
+        self.scaling_target_value = default_target_value(
+            options, int(self.resolved.engine.get("max_num_seqs", 256))
+        )
         target = add_auto_scaling(
             scope,
             kind="inference-component",
             resource_id=f"inference-component/{self.inference_component_name}",
             options=options,
-            target_value=default_target_value(options, int(self.resolved.engine.get("max_num_seqs", 256))),
+            target_value=self.scaling_target_value,
             depends_on=self.inference_component,
         )
         self.scalable_target = target
@@ -319,6 +326,28 @@ class LmiInferenceComponent(Construct):
             label=f"{self.node.id} {spec.instance_type}",
             deployment_id=Fn.join("/", [self.model.attr_model_name, self.inference_component_name]),
             depends_on=self.inference_component,
+        )
+
+    def monitoring_target(self) -> MonitoringTarget:
+        """What the dashboard, canary and SLO alarms need to watch this component."""
+        spec = self.resolved.spec
+        scaling = self.scaling_options
+        return MonitoringTarget(
+            label=f"{self.node.id} ({self.resolved.model_id})",
+            endpoint_name=self.endpoint.endpoint_name,
+            variant_name=self.endpoint.variant_name,
+            component_name=self.inference_component_name,
+            container="lmi",
+            invoke_arns=[self.endpoint.endpoint_arn, self.inference_component_arn],
+            instance_type=spec.instance_type,
+            gpus_per_instance=self.endpoint.instance.gpu_count,
+            gpus_per_copy=self.tensor_parallel_degree,
+            scaling_metric=scaling.metric if scaling is not None else None,
+            scaling_target_value=self.scaling_target_value,
+            min_capacity=scaling.min_capacity if scaling is not None else None,
+            max_capacity=scaling.max_capacity if scaling is not None else None,
+            speculative_method=(self.resolved.speculative or {}).get("method"),
+            benchmark=self.benchmark.series() if self.benchmark is not None else None,
         )
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:

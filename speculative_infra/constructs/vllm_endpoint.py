@@ -24,7 +24,9 @@ from speculative_infra.constructs.endpoint_resources import create_endpoint
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
+from speculative_infra.constructs.monitoring_target import MonitoringTarget
 from speculative_infra.constructs.network import model_vpc_config
+from speculative_infra.constructs.observability import Observable
 from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.constructs.props import (
     as_mapping,
@@ -86,7 +88,7 @@ class DeploymentGuardrails:
             raise ValueError("DeploymentGuardrails: " + "; ".join(problems))
 
 
-class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
+class SpeculativeVllmEndpoint(Construct, EndpointMetrics, Observable):
     """A SageMaker real-time endpoint serving one model with vLLM, checked at synth time.
 
     Construction resolves the deployment against the catalog and runs every compatibility rule:
@@ -363,15 +365,17 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
         self.endpoint_arn: str = self.endpoint.ref
 
         self.scalable_target = None
+        self.scaling_target_value: float | None = None
         if spec.scaling is not None:
+            self.scaling_target_value = default_target_value(
+                spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))
+            )
             self.scalable_target = add_auto_scaling(
                 Construct(self, "Scaling"),
                 kind="variant",
                 resource_id=f"endpoint/{self.endpoint_name}/variant/{VARIANT_NAME}",
                 options=spec.scaling,
-                target_value=default_target_value(
-                    spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))
-                ),
+                target_value=self.scaling_target_value,
             )
         self.cost: CostEstimate = self.resolved.cost()
         publish_cost(self, self.cost)
@@ -406,6 +410,28 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics):
             label=f"{self.node.id} {spec.instance_type}",
             deployment_id=Fn.join("/", [self.endpoint_config_name, self.model_name]),
             depends_on=self.endpoint,
+        )
+
+    def monitoring_target(self) -> MonitoringTarget:
+        """What the dashboard, canary and SLO alarms need to watch this endpoint."""
+        spec = self.resolved.spec
+        gpus = self.resolved.instance.gpu_count if self.resolved.instance is not None else 1
+        return MonitoringTarget(
+            label=f"{self.node.id} ({self.resolved.model_id})",
+            endpoint_name=self.endpoint_name,
+            variant_name=self.variant_name,
+            component_name=None,
+            container="vllm",
+            invoke_arns=[self.endpoint_arn],
+            instance_type=spec.instance_type,
+            gpus_per_instance=gpus,
+            gpus_per_copy=gpus,
+            scaling_metric=spec.scaling.metric if spec.scaling is not None else None,
+            scaling_target_value=self.scaling_target_value,
+            min_capacity=spec.scaling.min_capacity if spec.scaling is not None else None,
+            max_capacity=spec.scaling.max_capacity if spec.scaling is not None else None,
+            speculative_method=(self.resolved.speculative or {}).get("method"),
+            benchmark=self.benchmark.series() if self.benchmark is not None else None,
         )
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:

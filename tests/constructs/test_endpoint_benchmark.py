@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from speculative_infra import BenchmarkOptions, EndpointBenchmark
-from speculative_infra.constructs.endpoint_benchmark import stage_handler_code
+from speculative_infra.constructs.custom_resource import stage_engine_handler
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 from tests.constructs import test_lmi_component, test_vllm_endpoint
 
@@ -132,7 +132,7 @@ def test_estimate_is_conservative_for_the_default():
 
 
 def test_asset_bundles_handler_and_engine_without_dev_only_modules():
-    staged = Path(stage_handler_code())
+    staged = Path(stage_engine_handler("endpoint_benchmark"))
     assert (staged / "endpoint_benchmark" / "handler.py").is_file()
     assert (staged / "speculative_infra" / "benchmark" / "sweep.py").is_file()
     assert (staged / "speculative_infra" / "benchmark" / "transports" / "sagemaker.py").is_file()

@@ -128,6 +128,7 @@ def test_full_sweep_one_level_per_invocation(runtime: ServerProcess, s3: Any) ->
     assert data["ConcurrencyLowest"] == "1" and data["ConcurrencyHighest"] == "2"
     assert float(data["OutputThroughputHighest"]) > 0 and float(data["P99TtftMsLowest"]) >= 40
     assert float(data["CostPerMillionOutputTokens"]) > 0
+    assert data["TokensPerChunkBaseline"] == "1.000"  # the "steady" stand-in sends one token per chunk
     files = _objects(s3, physical)
     assert {
         "state.json",
@@ -265,3 +266,11 @@ def test_open_loop_levels_with_goodput(
 def test_every_attribute_is_returned_even_when_nothing_was_measured(runtime: ServerProcess, s3: Any) -> None:
     response, _, _ = run(runtime, s3, endpoint="missing-endpoint")
     assert set(ATTRIBUTES) == set(response["Data"])
+    # An alarm threshold must be a number: an acceptance alarm below 0 never fires.
+    assert response["Data"]["TokensPerChunkBaseline"] == "0"
+
+
+def test_acceptance_baseline_is_the_lowest_levels_tokens_per_chunk(runtime: ServerProcess, s3: Any) -> None:
+    response, _, _ = run(runtime, s3, endpoint="spec")  # 3 tokens per chunk
+    # 20 output tokens per request in chunks of 3: 7 chunks (the last carries 2), 20 / 7 tokens per chunk.
+    assert response["Data"]["TokensPerChunkBaseline"] == f"{20 / 7:.3f}"

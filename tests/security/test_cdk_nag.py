@@ -10,11 +10,23 @@ import pytest
 from cdk_nag import AwsSolutionsChecks
 
 from tests.conftest import REPO
-from tests.constructs import test_eagle_job, test_endpoint_benchmark, test_lmi_component, test_vllm_endpoint
+from tests.constructs import (
+    test_eagle_job,
+    test_endpoint_benchmark,
+    test_lmi_component,
+    test_monitoring,
+    test_vllm_endpoint,
+)
 
 
 def _configurations():
-    for module in (test_vllm_endpoint, test_lmi_component, test_eagle_job, test_endpoint_benchmark):
+    for module in (
+        test_vllm_endpoint,
+        test_lmi_component,
+        test_eagle_job,
+        test_endpoint_benchmark,
+        test_monitoring,
+    ):
         for name, build in module.CONFIGURATIONS.items():
             yield f"{module.__name__.rsplit('.', 1)[-1]}:{name}", module, name, build
 

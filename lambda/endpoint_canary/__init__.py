@@ -1,0 +1,1 @@
+"""A scheduled synthetic canary: a few short streaming requests, published as CloudWatch metrics."""

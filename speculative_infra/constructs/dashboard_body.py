@@ -1,0 +1,68 @@
+"""Read a synthesized dashboard: its DashboardBody as JSON, and every metric its widgets plot.
+
+For tests (ours and a user's) and for the picture in the docs. CloudFormation tokens in the body
+(``{"Ref": ...}``, ``{"Fn::GetAtt": [...]}``) become ``${Ref}`` / ``${Logical.Attr}`` placeholders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+def _placeholder(token: Any) -> str:
+    if isinstance(token, str):
+        return token
+    if isinstance(token, dict) and len(token) == 1:
+        ((key, arg),) = token.items()
+        if key == "Ref":
+            return f"${{{arg}}}"
+        if key == "Fn::GetAtt":
+            return f"${{{arg[0]}.{arg[1]}}}"
+        if key == "Fn::Join":
+            return str(arg[0]).join(_placeholder(p) for p in arg[1])
+    raise ValueError(f"unexpected token in a dashboard body: {token!r}")
+
+
+def read_dashboard_body(body: Any) -> dict[str, Any]:
+    """The DashboardBody property of an AWS::CloudWatch::Dashboard, as JSON."""
+    data: dict[str, Any] = json.loads(_placeholder(body))
+    return data
+
+
+@dataclass(frozen=True)
+class PlottedMetric:
+    widget: str
+    namespace: str
+    name: str
+    dimensions: dict[str, str]
+    statistic: str
+    period: int
+
+
+def plotted_metrics(body: dict[str, Any]) -> list[PlottedMetric]:
+    """Every metric the widgets of a dashboard plot (math expressions' inputs included), with the
+    statistic CloudWatch uses for it (Average when the widget names none)."""
+    found = []
+    for widget in body["widgets"]:
+        props = widget.get("properties", {})
+        for row in props.get("metrics", []):
+            options = row[-1] if row and isinstance(row[-1], dict) else {}
+            names = [r for r in row if not isinstance(r, dict)]
+            if "expression" in options or not names:
+                continue
+            if names[0] == ".":
+                raise ValueError("abbreviated metric rows are not expected in a synthesized dashboard")
+            namespace, name, *pairs = names
+            found.append(
+                PlottedMetric(
+                    widget=str(props.get("title", widget["type"])),
+                    namespace=namespace,
+                    name=name,
+                    dimensions=dict(zip(pairs[::2], pairs[1::2], strict=True)),
+                    statistic=str(options.get("stat", props.get("stat", "Average"))),
+                    period=int(options.get("period", props.get("period", 300))),
+                )
+            )
+    return found
