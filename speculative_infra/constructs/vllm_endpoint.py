@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from aws_cdk import Annotations, Duration, Fn, Tags, Token
+from aws_cdk import Duration, Fn, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -16,36 +16,27 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from speculative_infra.check import CheckResult
 from speculative_infra.constructs.benchmark_target import BenchmarkTarget
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
 from speculative_infra.constructs.endpoint_resources import create_endpoint
-from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
-from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.metrics import EndpointMetrics
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
-from speculative_infra.constructs.network import model_vpc_config
 from speculative_infra.constructs.observability import Observable
 from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.constructs.props import (
-    as_mapping,
     default_timeouts,
     publish_cost,
-    secret_id,
     timeout_seconds,
 )
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
-from speculative_infra.constructs.validation import validate_deployment
+from speculative_infra.constructs.vllm_model import SpeculativeVllmModel
 from speculative_infra.cost import CostEstimate
-from speculative_infra.render import render_environment
-from speculative_infra.resolve import ResolvedDeployment
-from speculative_infra.s3_uri import S3Location, parse_s3_uri
+from speculative_infra.s3_uri import S3Location
 from speculative_infra.spec import (
     DeploymentSpec,
     EngineArgs,
     ScalingOptions,
-    SpecError,
     SpeculativeConfig,
     load_spec,
     parse_spec,
@@ -88,7 +79,7 @@ class DeploymentGuardrails:
             raise ValueError("DeploymentGuardrails: " + "; ".join(problems))
 
 
-class SpeculativeVllmEndpoint(Construct, EndpointMetrics, Observable):
+class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable):
     """A SageMaker real-time endpoint serving one model with vLLM, checked at synth time.
 
     Construction resolves the deployment against the catalog and runs every compatibility rule:
@@ -166,60 +157,38 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics, Observable):
         :param benchmark: benchmark the endpoint after every deployment (EndpointBenchmark), with optional
             gates that roll a deployment back. Default: none.
         """
-        super().__init__(scope, construct_id)
-        if model_id is None and model_data is None:
-            raise ValueError(f"{self.node.path}: give model_id (a Hugging Face id) or model_data (an S3 URI)")
-        self._model_data = parse_s3_uri(model_data, "model_data") if model_data is not None else None
-        self._trained_draft = speculative if isinstance(speculative, TrainedDraft) else None
-        speculative_config = speculative.config if isinstance(speculative, TrainedDraft) else speculative
-        if self._trained_draft is not None and self._model_data is not None:
-            raise ValueError(
-                f"{self.node.path}: a trained draft and model_data both need the model's one ModelDataSource; "
-                "load the target from model_id when serving a draft from EagleOptimizationJob"
-            )
-        if enable_network_isolation and self._model_data is None:
-            raise ValueError(
-                f"{self.node.path}: enable_network_isolation needs model_data: an isolated container cannot "
-                "download weights from Hugging Face"
-            )
-        spec_data: dict[str, Any] = {
-            "region": stack_region(self),
-            "instance_type": instance_type,
-            "instance_count": instance_count,
-            "volume_size_in_gb": volume_size_in_gb,
-            "container": {"framework": "vllm", "version": vllm_version},
-            "model": {
-                "id": model_id or model_data,
-                "weights": "s3" if model_data is not None else "hub",
-                **dict(model_facts or {}),
-            },
-            "engine": as_mapping(engine),
-            "speculative": as_mapping(speculative_config) if speculative_config is not None else None,
-            "inference_ami_version": inference_ami_version,
-            "environment": dict(environment or {}),
-            "hf_token_secret": secret_id(hf_token),
-            "scaling": as_mapping(scaling) if scaling is not None else None,
-        }
-        if Token.is_unresolved(instance_type):
-            raise ValueError(f"{self.node.path}: instance_type must be a literal: every check depends on it")
-        try:
-            spec = parse_spec(spec_data, source=self.node.path)
-        except SpecError as err:
-            raise ValueError(str(err)) from None
-        self._build(
-            spec,
+        super().__init__(
+            scope,
+            construct_id,
+            instance_type=instance_type,
+            model_id=model_id,
+            model_data=model_data,
+            model_facts=model_facts,
+            vllm_version=vllm_version,
+            engine=engine,
+            speculative=speculative,
+            instance_count=instance_count,
+            inference_ami_version=inference_ami_version,
+            scaling=scaling,
             role=role,
-            endpoint_name=endpoint_name,
             vpc=vpc,
             vpc_subnets=vpc_subnets,
             security_groups=security_groups,
             kms_key=kms_key,
             enable_network_isolation=enable_network_isolation,
+            volume_size_in_gb=volume_size_in_gb,
+            environment=environment,
+            hf_token=hf_token,
+            extra_model_data=extra_model_data,
+        )
+        self._build_endpoint(
+            self.spec,
+            kms_key=kms_key,
+            endpoint_name=endpoint_name,
             startup_timeout=container_startup_health_check_timeout,
             download_timeout=model_data_download_timeout,
             tags=tags,
             guardrails=deployment_guardrails,
-            extra_model_data=extra_model_data,
         )
         self.benchmark: EndpointBenchmark | None = None
         if benchmark is not None:
@@ -259,80 +228,17 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics, Observable):
 
     # --- construction ----------------------------------------------------------------------------
 
-    def _build(
+    def _build_endpoint(
         self,
         spec: DeploymentSpec,
         *,
-        role: iam.IRole | None,
-        endpoint_name: str | None,
-        vpc: ec2.IVpc | None,
-        vpc_subnets: ec2.SubnetSelection | None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None,
         kms_key: kms.IKey | None,
-        enable_network_isolation: bool,
+        endpoint_name: str | None,
         startup_timeout: Duration | None,
         download_timeout: Duration | None,
         tags: Mapping[str, str] | None,
         guardrails: DeploymentGuardrails | None,
-        extra_model_data: Sequence[S3Location],
     ) -> None:
-        self.check_result: CheckResult = validate_deployment(self, spec)
-        self.resolved: ResolvedDeployment = self.check_result.deployment
-        container = self.resolved.container
-        assert container is not None  # guaranteed by the rules (SI120)
-
-        draft_data = (
-            S3Location(bucket=self._trained_draft.bucket.bucket_name, key=self._trained_draft.key_prefix)
-            if self._trained_draft is not None
-            else None
-        )
-        model_data = [loc for loc in (self._model_data, draft_data, *extra_model_data) if loc is not None]
-        self.role: iam.IRole
-        if role is None:
-            self.role = create_execution_role(
-                self,
-                "ExecutionRole",
-                image_repository_arns=[repository_arn(self, container)],
-                model_data=model_data,
-                kms_key=kms_key,
-                in_vpc=vpc is not None,
-            )
-        else:
-            self.role = role
-            add_execution_permissions(
-                role,
-                image_repository_arns=[repository_arn(self, container)],
-                model_data=model_data,
-                kms_key=kms_key,
-                in_vpc=vpc is not None,
-            )
-
-        if self._trained_draft is not None and not self._trained_draft.waits_for_completion:
-            Annotations.of(self).add_warning_v2(
-                "speculative-infra:draft-not-awaited",
-                "the EagleOptimizationJob does not wait for its job (wait=False): the endpoint will find no "
-                "draft until the job completes; deploy the endpoint in a later update",
-            )
-        environment = render_environment(
-            self.resolved, model_location=MODEL_MOUNT_PATH if self._model_data is not None else None
-        )
-        self.environment: dict[str, str] = dict(environment or {})
-        vpc_config, self.security_groups = model_vpc_config(self, vpc, vpc_subnets, security_groups)
-        self.model = sagemaker.CfnModel(
-            self,
-            "Model",
-            execution_role_arn=self.role.role_arn,
-            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri(self, container),
-                environment=self.environment,
-                model_data_source=self._model_data_source(),
-            ),
-            enable_network_isolation=enable_network_isolation or None,
-            vpc_config=vpc_config,
-        )
-
-        if self._trained_draft is not None:  # the draft exists once the job's resource is complete
-            self.model.node.add_dependency(self._trained_draft.job)
         download_default, startup_default = default_timeouts(self.resolved)
         host = self.resolved.host
         self.variant_name = VARIANT_NAME
@@ -381,19 +287,6 @@ class SpeculativeVllmEndpoint(Construct, EndpointMetrics, Observable):
         publish_cost(self, self.cost)
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
-
-    def _model_data_source(self) -> sagemaker.CfnModel.ModelDataSourceProperty | None:
-        if self._trained_draft is not None:
-            uri = self._trained_draft.s3_uri
-        elif self._model_data is not None:
-            uri = self._model_data.uri if self._model_data.uri.endswith("/") else self._model_data.uri + "/"
-        else:
-            return None
-        return sagemaker.CfnModel.ModelDataSourceProperty(
-            s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
-                s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"
-            )
-        )
 
     # --- public helpers ---------------------------------------------------------------------------
 
