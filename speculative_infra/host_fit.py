@@ -131,8 +131,46 @@ def choose_host(cat: Catalog, instance: InstanceType | None, container: Containe
     )
 
 
-def host_fix(cat: Catalog, instance: InstanceType | None, container: ContainerImage | None) -> str:
+def choose_batch_host(
+    cat: Catalog, instance: InstanceType | None, container: ContainerImage | None
+) -> HostChoice:
+    """A batch transform job's host image (TransformAmiVersion): the newest-driver one that drives the GPU
+    and runs the container; SageMaker's default batch host documents no driver, so it is never assumed."""
+    newest_first = sorted(cat.batch_amis.items(), key=lambda item: (-item[1].driver, item[0]))
+    if instance is None or container is None:
+        return HostChoice(
+            newest_first[0][0],
+            "the newest batch host image: no known instance and container to fit",
+            fits=False,
+        )
+    for name, ami in newest_first:
+        if driver_fits(cat, container, instance.gpu, ami.driver):
+            return HostChoice(
+                name,
+                f"batch transform host with driver {ami.driver}: it drives the {instance.gpu_name} and runs "
+                f"{container.label}",
+            )
+    return HostChoice(
+        newest_first[0][0],
+        "the newest batch transform host image: none in the catalog fits (see the findings)",
+        fits=False,
+    )
+
+
+def host_fix(
+    cat: Catalog, instance: InstanceType | None, container: ContainerImage | None, batch: bool = False
+) -> str:
     """The fix a host finding suggests: what `auto` picks, so it passes every host rule by construction."""
+    if batch:
+        choice = choose_batch_host(cat, instance, container)
+        if not choice.fits:
+            return (
+                "no batch transform host image (drivers "
+                + ", ".join(str(a.driver) for a in cat.batch_amis.values())
+                + ") runs this container on this GPU: choose an earlier container release, or serve it in real "
+                "time or asynchronously"
+            )
+        return f"set inference_ami_version: {choice.inference_ami_version}, or auto, which picks it"
     choice = choose_host(cat, instance, container)
     if not choice.fits:
         return "choose a container release or instance family that a host image in the catalog can run"

@@ -14,7 +14,7 @@ from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
 from speculative_infra.cost import CostEstimate, estimate_cost
-from speculative_infra.host_fit import choose_host
+from speculative_infra.host_fit import choose_batch_host, choose_host
 from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
 from speculative_infra.spec import DeploymentSpec
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
@@ -55,11 +55,14 @@ class ResolvedDeployment(BaseModel):
     defaults: list[str]
 
     @property
-    def endpoint_kind(self) -> Literal["real_time", "inference_component"]:
-        """How SageMaker hosts it: the vLLM DLC as a single-model real-time endpoint, LMI as inference
-        components (copies placed on the endpoint's instances, scalable to zero)."""
+    def endpoint_kind(self) -> Literal["real_time", "async", "batch", "inference_component"]:
+        """How SageMaker hosts it: the vLLM DLC as a single-model real-time endpoint (or an asynchronous
+        one, scalable to zero on its backlog, or a batch transform job), LMI as inference components
+        (copies placed on the endpoint's instances, scalable to zero)."""
         framework = self.container.framework if self.container is not None else self.spec.container.framework
-        return "inference_component" if framework == "lmi" else "real_time"
+        if framework == "lmi":
+            return "inference_component"
+        return "real_time" if self.spec.serving == "real_time" else self.spec.serving
 
     @property
     def tensor_parallel_size(self) -> int:
@@ -354,8 +357,9 @@ def _resolve_host(
     defaults: list[str],
 ) -> HostImage | None:
     requested = spec.inference_ami_version
+    batch = spec.serving == "batch"
     if requested == AUTO_HOST:
-        choice = choose_host(cat, instance, container)
+        choice = (choose_batch_host if batch else choose_host)(cat, instance, container)
         ami, reason = choice.inference_ami_version, choice.reason
         defaults.append(f"inference_ami_version={ami or DEFAULT_HOST} ({reason})")
     elif requested == DEFAULT_HOST:
@@ -363,7 +367,7 @@ def _resolve_host(
     else:
         ami, reason = requested, "the host image the spec names"
     if ami is not None:
-        facts = cat.amis.get(ami)
+        facts = (cat.batch_amis if batch else cat.amis).get(ami)
         if facts is None:
             return HostImage(
                 inference_ami_version=ami, driver=None, cuda=None, source="unknown host image", reason=reason

@@ -70,6 +70,7 @@ class Catalog(BaseModel):
     families: dict[str, InstanceFamily]
     price_lists: list[PriceList]
     amis: dict[str, Ami]
+    batch_amis: dict[str, Ami]  # TransformAmiVersion: the hosts of batch transform jobs
     recommended_amis: RecommendedAmis
     cuda: CudaFacts
     vllm_dlc: VllmDlcRepository
@@ -254,6 +255,7 @@ def load_catalog() -> Catalog:
         "families": _read_yaml("instances.yaml")["families"],
         "price_lists": _read_yaml("prices.yaml")["price_lists"],
         "amis": amis["amis"],
+        "batch_amis": amis["batch_amis"],
         "recommended_amis": amis["recommended_by_cuda"],
         "cuda": cuda,
         "vllm_dlc": containers["vllm_dlc"],

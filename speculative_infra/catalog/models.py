@@ -290,8 +290,20 @@ class EnvironmentLimits(Sourced):
     key_pattern: str
 
 
+class TransformInstanceTypes(Sourced):
+    types: list[str]
+
+
+class TransformLimits(Sourced):
+    max_payload_mb: int
+    max_invocation_timeout_seconds: int
+    max_invocation_retries: int
+
+
 class SageMakerFacts(Fact):
     environment_limits: EnvironmentLimits
+    transform_instance_types: TransformInstanceTypes
+    transform_limits: TransformLimits
 
 
 class MemoryOverheads(Sourced):

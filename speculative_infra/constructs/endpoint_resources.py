@@ -25,6 +25,7 @@ def create_endpoint(
     endpoint_name: str | None,
     config_role: bool = False,
     deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
+    async_inference_config: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
 ) -> EndpointResources:
     """`EndpointConfig` and `Endpoint` under `scope`.
 
@@ -37,6 +38,7 @@ def create_endpoint(
         execution_role_arn=role.role_arn if config_role else None,
         production_variants=[variant],
         kms_key_id=kms_key.key_arn if kms_key is not None else None,
+        async_inference_config=async_inference_config,
     )
     endpoint = sagemaker.CfnEndpoint(
         scope,

@@ -40,6 +40,7 @@ class MonitoringTarget:
     max_capacity: int | None
     speculative_method: str | None
     benchmark: BenchmarkSeries | None
+    serving: Literal["real_time", "async"] = "real_time"
 
     @property
     def is_component(self) -> bool:

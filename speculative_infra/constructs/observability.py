@@ -34,6 +34,14 @@ class Observable:
         assert isinstance(self, Construct)
         return self
 
+    def _real_time_only(self, what: str) -> None:
+        if self.monitoring_target().serving == "async":
+            raise ValueError(
+                f"{self._scope().node.path}: {what} is built for real-time endpoints (streamed answers and "
+                "real-time metrics); an asynchronous endpoint publishes its backlog metrics instead "
+                "(ApproximateBacklogSize, HasBacklogWithoutCapacity)"
+            )
+
     def add_dashboard(
         self, *, dashboard_name: str | None = None, default_range: Duration | None = None
     ) -> EndpointDashboard:
@@ -43,6 +51,7 @@ class Observable:
 
         if self.dashboard is not None:
             raise ValueError(f"{self._scope().node.path}: add_dashboard() was already called")
+        self._real_time_only("add_dashboard()")
         self.dashboard = EndpointDashboard(
             self._scope(),
             "Dashboard",
@@ -63,6 +72,7 @@ class Observable:
 
         if self.canary is not None:
             raise ValueError(f"{self._scope().node.path}: add_canary() was already called")
+        self._real_time_only("add_canary()")
         self.canary = EndpointCanary(self._scope(), "Canary", target=self, options=options)
         if self.dashboard is not None:
             self.dashboard.add_canary_section()
@@ -86,6 +96,7 @@ class Observable:
         scope = self._scope()
         if self.slo_alarms is not None:
             raise ValueError(f"{scope.node.path}: add_slo_alarms() was already called")
+        self._real_time_only("add_slo_alarms()")
         if topic is not None and create_topic:
             raise ValueError(f"{scope.node.path}: give topic or create_topic, not both")
         if create_topic:

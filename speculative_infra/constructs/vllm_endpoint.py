@@ -16,6 +16,12 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from speculative_infra.constructs.async_inference import (
+    AsyncInferenceOptions,
+    add_async_scaling,
+    async_inference_config,
+    grant_async_outputs,
+)
 from speculative_infra.constructs.benchmark_target import BenchmarkTarget
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
@@ -117,6 +123,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         deployment_guardrails: DeploymentGuardrails | None = None,
         benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
         extra_model_data: Sequence[S3Location] = (),
+        async_inference: AsyncInferenceOptions | None = None,
     ) -> None:
         """
         :param instance_type: SageMaker instance type, e.g. ``ml.g7e.2xlarge``.
@@ -156,6 +163,8 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         :param deployment_guardrails: blue/green or rolling updates with auto-rollback. Default: none.
         :param benchmark: benchmark the endpoint after every deployment (EndpointBenchmark), with optional
             gates that roll a deployment back. Default: none.
+        :param async_inference: serve asynchronously (InvokeEndpointAsync, answers in S3), scaling on the
+            backlog and allowed to scale to zero (``scaling.min_capacity`` 0). Default: none (real time).
         """
         super().__init__(
             scope,
@@ -180,7 +189,14 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             environment=environment,
             hf_token=hf_token,
             extra_model_data=extra_model_data,
+            serving="async" if async_inference is not None else "real_time",
         )
+        self.async_inference = async_inference
+        if async_inference is not None and benchmark is not None:
+            raise ValueError(
+                f"{self.node.path}: benchmark measures streamed answers (InvokeEndpointWithResponseStream), "
+                "which an asynchronous endpoint does not serve; leave benchmark out with async_inference"
+            )
         self._build_endpoint(
             self.spec,
             kms_key=kms_key,
@@ -262,7 +278,12 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             kms_key=kms_key,
             endpoint_name=endpoint_name,
             deployment_config=_deployment_config(guardrails),
+            async_inference_config=async_inference_config(self.async_inference, self._max_num_seqs())
+            if self.async_inference is not None
+            else None,
         )
+        if self.async_inference is not None:
+            grant_async_outputs(self.role, self.async_inference)
         self.endpoint_config = resources.config
         self.endpoint = resources.endpoint
         self.model_name: str = self.model.attr_model_name
@@ -272,7 +293,19 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
 
         self.scalable_target = None
         self.scaling_target_value: float | None = None
-        if spec.scaling is not None:
+        if spec.scaling is not None and self.async_inference is not None:
+            # Backlog per instance: by default one batch's worth of requests waiting per instance.
+            self.scaling_target_value = spec.scaling.target_value or float(
+                self.async_inference.concurrency(self._max_num_seqs())
+            )
+            self.scalable_target = add_async_scaling(
+                Construct(self, "Scaling"),
+                endpoint_name=self.endpoint_name,
+                variant_name=VARIANT_NAME,
+                options=spec.scaling,
+                backlog_per_instance=self.scaling_target_value,
+            )
+        elif spec.scaling is not None:
             self.scaling_target_value = default_target_value(
                 spec.scaling, int(self.resolved.engine.get("max_num_seqs", 256))
             )
@@ -287,6 +320,9 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         publish_cost(self, self.cost)
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
+
+    def _max_num_seqs(self) -> int:
+        return int(self.resolved.engine.get("max_num_seqs", 256))
 
     # --- public helpers ---------------------------------------------------------------------------
 
@@ -325,6 +361,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             max_capacity=spec.scaling.max_capacity if spec.scaling is not None else None,
             speculative_method=(self.resolved.speculative or {}).get("method"),
             benchmark=self.benchmark.series() if self.benchmark is not None else None,
+            serving="async" if self.async_inference is not None else "real_time",
         )
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:

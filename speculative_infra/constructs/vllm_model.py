@@ -4,7 +4,7 @@ Model) that SpeculativeVllmEndpoint serves and BatchInference runs as a transfor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
@@ -66,6 +66,7 @@ class SpeculativeVllmModel(Construct):
         environment: Mapping[str, str] | None = None,
         hf_token: secretsmanager.ISecret | None = None,
         extra_model_data: Sequence[S3Location] = (),
+        serving: Literal["real_time", "async"] = "real_time",
     ) -> None:
         """
         :param instance_type: SageMaker instance type, e.g. ``ml.g7e.2xlarge``.
@@ -93,6 +94,8 @@ class SpeculativeVllmModel(Construct):
         :param environment: extra container environment, checked against SageMaker's limits. Default: none.
         :param hf_token: a secret holding a Hugging Face token, for gated models. Default: none.
         :param extra_model_data: more S3 prefixes the role may read. Default: none.
+        :param serving: how the endpoint serving it answers ("real_time" or "async"); the rules check
+            the deployment for that kind. Default: "real_time".
         """
         super().__init__(scope, construct_id)
         if model_id is None and model_data is None:
@@ -127,6 +130,7 @@ class SpeculativeVllmModel(Construct):
             "environment": dict(environment or {}),
             "hf_token_secret": secret_id(hf_token),
             "scaling": as_mapping(scaling) if scaling is not None else None,
+            "serving": serving,
         }
         if Token.is_unresolved(instance_type):
             raise ValueError(f"{self.node.path}: instance_type must be a literal: every check depends on it")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import Ami
 from speculative_infra.host_fit import driver_fit, drives_gpu, host_fix
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
@@ -12,7 +13,13 @@ from speculative_infra.rules.finding import Severity, Violation
 
 
 def _host_fix(d: ResolvedDeployment) -> str:
-    return host_fix(load_catalog(), d.instance, d.container)
+    return host_fix(load_catalog(), d.instance, d.container, batch=d.spec.serving == "batch")
+
+
+def _host_images(d: ResolvedDeployment) -> dict[str, Ami]:
+    """The host images this kind of deployment can name: an endpoint's, or a batch transform job's."""
+    cat = load_catalog()
+    return cat.batch_amis if d.spec.serving == "batch" else cat.amis
 
 
 @rule(
@@ -129,7 +136,7 @@ def host_driver_compat_path(d: ResolvedDeployment) -> Iterator[Violation]:
 def host_image_known(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.host is None or d.host.inference_ami_version is None or d.host.driver is not None:
         return
-    known = ", ".join(sorted(load_catalog().amis))
+    known = ", ".join(sorted(_host_images(d)))
     yield Violation(
         message=f"inference_ami_version {d.host.inference_ami_version!r} is not a GPU host image SageMaker offers; "
         f"allowed: auto, default, {known}",
@@ -149,7 +156,7 @@ def host_image_known(d: ResolvedDeployment) -> Iterator[Violation]:
 def host_image_offered_on_family(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.host is None or d.host.inference_ami_version is None or d.instance is None:
         return
-    ami = load_catalog().amis.get(d.host.inference_ami_version)
+    ami = _host_images(d).get(d.host.inference_ami_version)
     if ami is None or ami.offered_on(d.instance.family) or ami.not_offered_on is None:
         return
     yield Violation(

@@ -51,3 +51,29 @@ def volume_size_supported(d: ResolvedDeployment) -> Iterator[Violation]:
         fix="leave volume_size_in_gb unset (the model is stored on the instance's NVMe disk)",
         field="volume_size_in_gb",
     )
+
+
+@rule(
+    code="SI103",
+    name="batch-transform-instance",
+    severity=Severity.ERROR,
+    title="Batch transform runs on the instance type",
+    rationale="A transform job accepts only the instance types of its own list (TransformInstanceType), "
+    "which lacks several real-time GPU families; another type fails CreateTransformJob.",
+)
+def batch_transform_instance(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.spec.serving != "batch":
+        return
+    facts = load_catalog().sagemaker.transform_instance_types
+    if d.spec.instance_type in facts.types:
+        return
+    # Suggest what the catalog knows and a transform job accepts: computed, never written by hand.
+    known = set(load_catalog().instance_type_names())
+    offered = sorted({t.split(".")[1] for t in facts.types if t in known})
+    yield Violation(
+        message=f"instance_type {d.spec.instance_type} is not offered for batch transform jobs (source: "
+        f"{facts.source})",
+        fix=f"choose an instance of a family batch transform offers: {', '.join(offered)}; or serve it in real "
+        "time or asynchronously",
+        field="instance_type",
+    )

@@ -20,7 +20,8 @@ def scaling_bounds(d: ResolvedDeployment) -> Iterator[Violation]:
     s = d.spec.scaling
     if s is None:
         return
-    floor = 0 if d.endpoint_kind == "inference_component" else 1  # only components scale to zero
+    # Components and asynchronous endpoints scale to zero; a real-time variant keeps one instance.
+    floor = 0 if d.endpoint_kind in ("inference_component", "async") else 1
     if s.max_capacity < 1:
         yield Violation(
             message=f"scaling.max_capacity is {s.max_capacity}; allowed: 1 or more",
@@ -29,9 +30,9 @@ def scaling_bounds(d: ResolvedDeployment) -> Iterator[Violation]:
         )
     if s.min_capacity < floor:
         what = (
-            "inference components"
+            "inference components and asynchronous endpoints"
             if floor == 0
-            else "a real-time endpoint variant (scale to zero needs an inference component)"
+            else "a real-time endpoint variant (scale to zero needs an inference component or serving: async)"
         )
         yield Violation(
             message=f"scaling.min_capacity is {s.min_capacity}; allowed for {what}: {floor} or more",
@@ -87,9 +88,39 @@ def scaling_target(d: ResolvedDeployment) -> Iterator[Violation]:
             fix="set a positive target per instance (or copy)",
             field="scaling.target_value",
         )
-    if s.target_value is None and s.metric == "invocations":
+    if s.target_value is None and s.metric == "invocations" and d.endpoint_kind != "async":
         yield Violation(
             message="scaling.target_value is required when scaling.metric is invocations",
             fix="set scaling.target_value (invocations per instance per minute), or use metric: concurrent_requests",
             field="scaling.target_value",
+        )
+
+
+@rule(
+    code="SI602",
+    name="serving-kind",
+    severity=Severity.ERROR,
+    title="Asynchronous and batch serving are built for the vLLM DLC, batch without auto-scaling",
+    rationale="This library builds asynchronous endpoints (an AsyncInferenceConfig on the endpoint config, "
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/async-inference.html) and batch transform jobs for the "
+    "vLLM DLC only; it deploys LMI models as inference components on real-time endpoints, so a spec asking "
+    "for both would be deployed as something else than it says. A transform job has a fixed instance count.",
+)
+def serving_kind(d: ResolvedDeployment) -> Iterator[Violation]:
+    framework = d.container.framework if d.container is not None else d.spec.container.framework
+    if d.spec.serving != "real_time" and framework == "lmi":
+        yield Violation(
+            message=f"serving is {d.spec.serving} with the LMI container, which this library deploys as an "
+            "inference component on a real-time endpoint; it builds asynchronous endpoints and batch jobs for "
+            "the vLLM DLC only",
+            fix=f"serve the model with the vLLM DLC (container.framework: vllm) for serving: {d.spec.serving}, or "
+            "keep serving: real_time",
+            field="serving",
+        )
+    if d.spec.serving == "batch" and d.spec.scaling is not None:
+        yield Violation(
+            message="scaling is set for serving: batch; a batch transform job runs on instance_count instances "
+            "and does not scale",
+            fix="remove scaling (size the job with instance_count)",
+            field="scaling",
         )

@@ -204,3 +204,10 @@ class DeploymentSpec(BaseModel):
         return AUTO_HOST if value is None else value
 
     scaling: ScalingOptions | None = Field(default=None, description="Default: no auto-scaling.")
+    serving: Literal["real_time", "async", "batch"] = Field(
+        default="real_time",
+        description="real_time: InvokeEndpoint(WithResponseStream) answers at once; async: "
+        "InvokeEndpointAsync queues requests and writes answers to S3, and the endpoint may scale to zero "
+        "on its backlog; batch: a batch transform job over a file of requests (no endpoint; its host image "
+        "is a batch one). async and batch: vLLM only. Default: real_time.",
+    )

@@ -90,3 +90,58 @@ def test_keyword_props_spec_and_cli_resolve_the_same_host(run_cli, tmp_path) -> 
     cli_host = json.loads(out)["resolved"]["host"]
     assert len({h.model_dump_json() for h in hosts.values() if h is not None}) == 1, hosts
     assert cli_host == hosts["spec auto"].model_dump()  # type: ignore[union-attr]
+
+
+BATCH_FAMILIES = sorted(
+    {t.split(".")[1] for t in CATALOG.sagemaker.transform_instance_types.types} & set(CATALOG.families)
+)
+VLLM = [("vllm", v) for v in CATALOG.vllm_dlc_versions()]
+
+
+@pytest.mark.parametrize("family", BATCH_FAMILIES)
+def test_batch_auto_host_passes_every_host_rule_or_no_batch_host_does(family: str) -> None:
+    """serving: batch picks among the batch transform host images only; the same property as above."""
+    for framework, version in VLLM:
+        spec = {**_spec(family, framework, version, "auto"), "serving": "batch"}
+        result = check(spec)
+        assert result.deployment.host is not None
+        assert result.deployment.host.inference_ami_version in CATALOG.batch_amis
+        problems = [f for f in result.findings if f.code in HOST_RULES and f.severity.value != "info"]
+        if not problems:
+            continue
+        for host in CATALOG.batch_amis:
+            assert _host_findings({**_spec(family, framework, version, host), "serving": "batch"}), (
+                f"{family} + vLLM {version} (batch): auto picked {result.deployment.host} with {problems}, "
+                f"but {host} passes every host rule"
+            )
+
+
+def test_batch_refuses_endpoint_host_images_and_the_reverse() -> None:
+    batch = {**_spec("g6e", "vllm", "0.15.1", "al2-ami-sagemaker-inference-gpu-3-1"), "serving": "batch"}
+    assert "SI214" in {f.code for f in check(batch).errors}
+    endpoint = _spec("g6e", "vllm", "0.15.1", "al2-ami-sagemaker-batch-gpu-535")
+    assert "SI214" in {f.code for f in check(endpoint).errors}
+
+
+def test_batch_host_on_driver_470_is_refused_for_current_vllm() -> None:
+    """The older batch image (driver 470) runs no CUDA 12 container: auto never picks it for vLLM."""
+    spec = {**_spec("g5", "vllm", "0.15.1", "al2-ami-sagemaker-batch-gpu-470"), "serving": "batch"}
+    assert {"SI210"} <= {f.code for f in check(spec).errors}
+
+
+def test_every_batch_host_fix_passes_every_host_rule() -> None:
+    fixed = 0
+    for family in BATCH_FAMILIES:
+        for framework, version in VLLM:
+            for host in [*CATALOG.batch_amis, *CATALOG.amis]:
+                spec = {**_spec(family, framework, version, host), "serving": "batch"}
+                for finding in _host_findings(spec):
+                    named = re.search(r"inference_ami_version: (\S+),", finding.fix)
+                    if named is None:
+                        continue
+                    after = _host_findings({**spec, "inference_ami_version": named.group(1)})
+                    assert not after, (
+                        f"{family} {version} batch on {host}: fix {finding.fix!r} still fails {after}"
+                    )
+                    fixed += 1
+    assert fixed > 50, f"only {fixed} batch host findings with a fix were checked"

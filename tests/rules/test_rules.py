@@ -39,6 +39,11 @@ UNKNOWN_MISTRAL = {
 # more than one way to fail has more entries: "CODE what".
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI100": ({}, {"instance_type": "ml.g5.13xlarge"}),
+    # botocore's TransformInstanceType list has g6e but no g7e.
+    "SI103": (
+        {"serving": "batch", "instance_type": "ml.g6e.12xlarge"},
+        {"serving": "batch", "instance_type": "ml.g7e.2xlarge"},
+    ),
     "SI101": (
         {
             "instance_type": "ml.p3.8xlarge",
@@ -203,6 +208,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI601": (
         {"scaling": {"max_capacity": 2, "target_value": 8}},
         {"scaling": {"max_capacity": 2, "target_value": 0}},
+    ),
+    "SI602": ({"serving": "async"}, {"serving": "async", "container": {"framework": "lmi", "version": "20"}}),
+    "SI602 batch-scaling": (
+        {"serving": "batch", "instance_type": "ml.g6e.12xlarge"},
+        {"serving": "batch", "instance_type": "ml.g6e.12xlarge", "scaling": {"max_capacity": 2}},
     ),
 }
 

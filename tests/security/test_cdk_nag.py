@@ -11,6 +11,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from tests.conftest import REPO
 from tests.constructs import (
+    test_async_inference,
     test_eagle_job,
     test_endpoint_benchmark,
     test_lmi_component,
