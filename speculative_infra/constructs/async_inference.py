@@ -106,7 +106,14 @@ def grant_async_outputs(role: iam.IRole, options: AsyncInferenceOptions) -> None
     if topics:
         role.add_to_principal_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=topics))
     if options.kms_key is not None:
-        options.kms_key.grant_encrypt(role)
+        # S3 server-side encryption of the answers with this key: data keys to encrypt, decrypt for
+        # multipart uploads. Named actions (no kms:GenerateDataKey* wildcard).
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt"],
+                resources=[options.kms_key.key_arn],
+            )
+        )
 
 
 def add_async_scaling(

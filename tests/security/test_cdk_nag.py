@@ -27,6 +27,7 @@ def _configurations():
         test_eagle_job,
         test_endpoint_benchmark,
         test_monitoring,
+        test_async_inference,
     ):
         for name, build in module.CONFIGURATIONS.items():
             yield f"{module.__name__.rsplit('.', 1)[-1]}:{name}", module, name, build
