@@ -14,6 +14,7 @@ from speculative_infra._version import __version__
 if TYPE_CHECKING:
     from speculative_infra.check import CheckResult, check
     from speculative_infra.constructs.async_inference import AsyncInferenceOptions
+    from speculative_infra.constructs.batch_inference import BatchInference
     from speculative_infra.constructs.eagle_job import EagleOptimizationJob, TrainedDraft
     from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
     from speculative_infra.constructs.endpoint_canary import CanaryOptions, EndpointCanary
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "AsyncInferenceOptions": "speculative_infra.constructs.async_inference",
+    "BatchInference": "speculative_infra.constructs.batch_inference",
     "BenchmarkOptions": "speculative_infra.constructs.endpoint_benchmark",
     "CanaryOptions": "speculative_infra.constructs.endpoint_canary",
     "EndpointCanary": "speculative_infra.constructs.endpoint_canary",
@@ -65,6 +67,7 @@ _EXPORTS = {
 
 __all__ = [
     "AsyncInferenceOptions",
+    "BatchInference",
     "BenchmarkOptions",
     "CanaryOptions",
     "CheckResult",

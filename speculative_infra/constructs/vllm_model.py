@@ -66,7 +66,7 @@ class SpeculativeVllmModel(Construct):
         environment: Mapping[str, str] | None = None,
         hf_token: secretsmanager.ISecret | None = None,
         extra_model_data: Sequence[S3Location] = (),
-        serving: Literal["real_time", "async"] = "real_time",
+        serving: Literal["real_time", "async", "batch"] = "real_time",
     ) -> None:
         """
         :param instance_type: SageMaker instance type, e.g. ``ml.g7e.2xlarge``.
@@ -94,7 +94,7 @@ class SpeculativeVllmModel(Construct):
         :param environment: extra container environment, checked against SageMaker's limits. Default: none.
         :param hf_token: a secret holding a Hugging Face token, for gated models. Default: none.
         :param extra_model_data: more S3 prefixes the role may read. Default: none.
-        :param serving: how the endpoint serving it answers ("real_time" or "async"); the rules check
+        :param serving: how it is served ("real_time", "async" or "batch"); the rules check
             the deployment for that kind. Default: "real_time".
         """
         super().__init__(scope, construct_id)

@@ -12,6 +12,7 @@ from cdk_nag import AwsSolutionsChecks
 from tests.conftest import REPO
 from tests.constructs import (
     test_async_inference,
+    test_batch_inference,
     test_eagle_job,
     test_endpoint_benchmark,
     test_lmi_component,
@@ -28,6 +29,7 @@ def _configurations():
         test_endpoint_benchmark,
         test_monitoring,
         test_async_inference,
+        test_batch_inference,
     ):
         for name, build in module.CONFIGURATIONS.items():
             yield f"{module.__name__.rsplit('.', 1)[-1]}:{name}", module, name, build
