@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from speculative_infra.catalog import load_catalog
 from speculative_infra.check import CheckResult, check
 from speculative_infra.cli.tables import render_table
+from speculative_infra.cost import estimate_cost
 from speculative_infra.facts import CONTEXT_FILE, ContextFileError, facts_from_context, read_context_file
+from speculative_infra.serving_cost import ServingWorkload, compare_serving_costs, throughput_from_results
 from speculative_infra.spec import SpecError, load_spec
 
 EXIT_OK = 0
@@ -39,6 +42,20 @@ def add_check_command(subparsers: Any) -> None:
         default=Path(CONTEXT_FILE),
         help=f"facts fetched by `speculative-infra facts fetch` (default: ./{CONTEXT_FILE} if it exists)",
     )
+    costs = parser.add_argument_group(
+        "serving cost", "compare real time, asynchronous (scale to zero) and batch for a daily volume"
+    )
+    costs.add_argument("--daily-tokens", type=float, help="output tokens a day, e.g. 5e7")
+    costs.add_argument("--throughput", type=float, help="output tokens/s one instance sustains")
+    costs.add_argument(
+        "--benchmark-results",
+        type=Path,
+        help="a `speculative-infra bench` results.json: its best output throughput (instead of --throughput)",
+    )
+    costs.add_argument(
+        "--wakes-per-day", type=int, default=1, help="async: wakes from zero a day (default 1)"
+    )
+    costs.add_argument("--jobs-per-day", type=int, default=1, help="batch: transform jobs a day (default 1)")
     parser.set_defaults(handler=run_check)
 
 
@@ -58,8 +75,88 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"speculative-infra check: {err}", file=sys.stderr)
         return EXIT_INVALID
     result = check(spec, fetched)
-    print(json.dumps(result.as_dict(), indent=2) if args.format == "json" else format_text(result))
+    try:
+        costs = _serving_costs(args, result)
+    except ValueError as err:
+        print(f"speculative-infra check: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    if args.format == "json":
+        data = result.as_dict()
+        if costs is not None:
+            data["serving_costs"] = costs
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_text(result) + ("" if costs is None else "\n\n" + format_costs(costs)))
     return EXIT_OK if result.ok else EXIT_FINDINGS
+
+
+def _serving_costs(args: argparse.Namespace, result: CheckResult) -> dict[str, Any] | None:
+    """The --daily-tokens comparison, or None when not asked for; ValueError names a bad flag."""
+    if args.daily_tokens is None:
+        if args.throughput is not None or args.benchmark_results is not None:
+            raise ValueError("--throughput and --benchmark-results need --daily-tokens")
+        return None
+    if (args.throughput is None) == (args.benchmark_results is None):
+        raise ValueError("--daily-tokens needs one of --throughput or --benchmark-results")
+    if args.throughput is not None:
+        throughput, source = args.throughput, "--throughput"
+    else:
+        try:
+            results = json.loads(args.benchmark_results.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise ValueError(
+                f"--benchmark-results {args.benchmark_results}: cannot read it as JSON ({err})"
+            ) from None
+        try:
+            throughput = throughput_from_results(results)
+        except ValueError as err:
+            raise ValueError(f"--benchmark-results {args.benchmark_results}: {err}") from None
+        source = f"best level of {args.benchmark_results}"
+    try:
+        workload = ServingWorkload(
+            daily_output_tokens=args.daily_tokens,
+            output_tokens_per_second=throughput,
+            real_time_min_instances=max(1, result.deployment.cost().min_instances),
+            async_wakes_per_day=args.wakes_per_day,
+            batch_jobs_per_day=args.jobs_per_day,
+        )
+    except ValueError as err:
+        raise ValueError(f"serving cost: {err}") from None
+    spec = result.deployment.spec
+    batch_types = load_catalog().sagemaker.transform_instance_types.types
+    unavailable = (
+        None
+        if spec.instance_type in batch_types
+        else f"batch transform does not offer {spec.instance_type} (SI103)"
+    )
+    price = estimate_cost(spec.instance_type, result.deployment.region, 1, 1)
+    modes = compare_serving_costs(price, workload, batch_unavailable=unavailable)
+    return {
+        "daily_output_tokens": workload.daily_output_tokens,
+        "output_tokens_per_second": throughput,
+        "throughput_source": source,
+        "usd_per_instance_hour": price.usd_per_hour,
+        "price_note": f"{price.note}; async and batch at the real-time on-demand rate (the catalog's)",
+        "modes": [m.as_dict() for m in modes],
+    }
+
+
+def format_costs(costs: dict[str, Any]) -> str:
+    rows = [
+        (
+            m["mode"],
+            "-" if m["instance_hours_per_day"] is None else f"{m['instance_hours_per_day']:.2f}",
+            "-" if m["usd_per_day"] is None else f"${m['usd_per_day']:,.2f}",
+            m["note"],
+        )
+        for m in costs["modes"]
+    ]
+    header = (
+        f"Serving cost for {costs['daily_output_tokens']:,.0f} output tokens a day at "
+        f"{costs['output_tokens_per_second']:,.1f} tokens/s per instance ({costs['throughput_source']}); "
+        f"{costs['price_note']}"
+    )
+    return header + "\n" + render_table(["mode", "instance-h/day", "$/day", "how"], rows, max_width=70)
 
 
 def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:

@@ -1,0 +1,117 @@
+"""Which way of serving is cheapest for a daily token volume: real time, asynchronous with scale to zero,
+or a batch transform job? On-demand instance-hours from the catalog's prices and a measured throughput.
+
+The model, per day, for output tokens T and one instance's output throughput R (tokens/s):
+
+- busy hours H = T / R / 3600 (instance-hours of generation);
+- real time: max(min instances, ceil(H / 24)) instances, 24 hours each;
+- asynchronous, scaling to zero: H, plus for each wake from zero the start-up (an instance, the weights,
+  vLLM) and the idle tail before scale-in;
+- batch: H, plus each job's start-up.
+
+All three at the catalog's real-time on-demand rate: SageMaker lists batch transform and asynchronous
+prices per instance-hour too, and the catalog holds the real-time ones only (said in the output).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from speculative_infra.cost import CostEstimate
+
+START_UP_MINUTES = (
+    10.0  # an instance, the weights and vLLM ready: the default health-check order of magnitude
+)
+SCALE_IN_TAIL_MINUTES = 15.0  # target tracking scales in after 15 minutes under target
+HOURS_PER_DAY = 24
+
+
+@dataclass(frozen=True)
+class ServingWorkload:
+    daily_output_tokens: float
+    output_tokens_per_second: float  # one instance, at the load the mode runs it at
+    real_time_min_instances: int = 1
+    async_wakes_per_day: int = 1
+    batch_jobs_per_day: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("daily_output_tokens", "output_tokens_per_second"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} is {getattr(self, name)}; allowed: a number > 0")
+        for name in ("real_time_min_instances", "async_wakes_per_day", "batch_jobs_per_day"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} is {getattr(self, name)}; allowed: 1 or more")
+
+    @property
+    def busy_hours(self) -> float:
+        return self.daily_output_tokens / self.output_tokens_per_second / 3600.0
+
+
+@dataclass(frozen=True)
+class ModeCost:
+    mode: str
+    instance_hours_per_day: float | None  # None: the mode cannot serve this deployment
+    usd_per_day: float | None
+    note: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "instance_hours_per_day": None
+            if self.instance_hours_per_day is None
+            else round(self.instance_hours_per_day, 3),
+            "usd_per_day": None if self.usd_per_day is None else round(self.usd_per_day, 2),
+            "note": self.note,
+        }
+
+
+def compare_serving_costs(
+    price: CostEstimate, workload: ServingWorkload, batch_unavailable: str | None = None
+) -> list[ModeCost]:
+    """The three modes, cheapest first among those that can serve it."""
+    busy = workload.busy_hours
+    real_time_instances = max(workload.real_time_min_instances, math.ceil(busy / HOURS_PER_DAY))
+    wake = (START_UP_MINUTES + SCALE_IN_TAIL_MINUTES) / 60.0
+    modes = [
+        (
+            "real_time",
+            real_time_instances * HOURS_PER_DAY,
+            f"{real_time_instances} instance(s) around the clock (busy {busy:.2f} instance-hours)",
+        ),
+        (
+            "async",
+            busy + workload.async_wakes_per_day * wake,
+            f"busy {busy:.2f} h + {workload.async_wakes_per_day} wake(s) from zero x "
+            f"({START_UP_MINUTES:g} min start-up + {SCALE_IN_TAIL_MINUTES:g} min before scale-in)",
+        ),
+        (
+            "batch",
+            None if batch_unavailable else busy + workload.batch_jobs_per_day * START_UP_MINUTES / 60.0,
+            batch_unavailable
+            or f"busy {busy:.2f} h + {workload.batch_jobs_per_day} job(s) x {START_UP_MINUTES:g} min start-up",
+        ),
+    ]
+    rate = price.usd_per_hour
+    costs = [
+        ModeCost(
+            mode,
+            hours,
+            None if hours is None or rate is None else hours * rate,
+            note if rate is not None else f"{note}; no price: {price.note}",
+        )
+        for mode, hours, note in modes
+    ]
+    return sorted(costs, key=lambda c: (c.usd_per_day is None, c.usd_per_day or 0.0, c.mode))
+
+
+def throughput_from_results(results: dict[str, object]) -> float:
+    """The best output throughput (tokens/s) a `speculative-infra bench` results file measured."""
+    levels = results.get("levels")
+    if not isinstance(levels, list):
+        raise ValueError("the results file has no levels (is it a `speculative-infra bench` results.json?)")
+    values = [lv.get("output_throughput") for lv in levels if isinstance(lv, dict)]
+    measured = [float(v) for v in values if isinstance(v, (int, float)) and v > 0]
+    if not measured:
+        raise ValueError("the results file has no level with a measured output_throughput")
+    return max(measured)
