@@ -53,3 +53,17 @@ def test_blackwell_endpoints_run_on_a_host_that_can_drive_them(assembly):
                     checked += 1
                     assert variant.get("InferenceAmiVersion") not in HOSTS_WITHOUT_BLACKWELL, variant
     assert checked >= 2  # the reference app's two g7e endpoints
+
+
+def test_offline_example_synthesizes_lint_clean(tmp_path):
+    spec = importlib.util.spec_from_file_location("offline_app", REPO / "examples" / "offline-app" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (stack,) = module.build_app(outdir=str(tmp_path)).synth().stacks
+    types = {r["Type"] for r in stack.template["Resources"].values()}
+    assert {"AWS::StepFunctions::StateMachine", "AWS::Scheduler::Schedule", "AWS::Events::Rule"} <= types
+    configs = [
+        r for r in stack.template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
+    ]
+    assert len(configs) == 1 and "AsyncInferenceConfig" in configs[0]["Properties"]
+    assert cfn_lint_errors(stack.template, ["us-west-2"]) == []

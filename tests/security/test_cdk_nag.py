@@ -95,3 +95,10 @@ def test_acknowledgments_are_specific_and_explained(tmp_path):
         assert len(reason) > 40, (ident, reason)
         if "IAM5" in ident:
             assert "[Resource::" in ident or "[Action::" in ident, ident
+
+
+def test_offline_example_is_nag_clean(tmp_path):
+    spec = importlib.util.spec_from_file_location("offline_app", REPO / "examples" / "offline-app" / "app.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    _nag_synth(example.build_app(outdir=str(tmp_path)))
