@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from speculative_infra.check import CheckResult, check
     from speculative_infra.constructs.async_inference import AsyncInferenceOptions
     from speculative_infra.constructs.batch_inference import BatchInference
+    from speculative_infra.constructs.data_capture import DataCaptureOptions
     from speculative_infra.constructs.eagle_job import EagleOptimizationJob, TrainedDraft
     from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
     from speculative_infra.constructs.endpoint_canary import CanaryOptions, EndpointCanary
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "AsyncInferenceOptions": "speculative_infra.constructs.async_inference",
     "BatchInference": "speculative_infra.constructs.batch_inference",
+    "DataCaptureOptions": "speculative_infra.constructs.data_capture",
     "BenchmarkOptions": "speculative_infra.constructs.endpoint_benchmark",
     "CanaryOptions": "speculative_infra.constructs.endpoint_canary",
     "EndpointCanary": "speculative_infra.constructs.endpoint_canary",
@@ -72,6 +74,7 @@ __all__ = [
     "CanaryOptions",
     "CheckResult",
     "CompatibilityError",
+    "DataCaptureOptions",
     "DeploymentGuardrails",
     "DeploymentSpec",
     "EagleOptimizationJob",

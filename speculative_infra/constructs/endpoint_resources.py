@@ -26,6 +26,7 @@ def create_endpoint(
     config_role: bool = False,
     deployment_config: sagemaker.CfnEndpoint.DeploymentConfigProperty | None = None,
     async_inference_config: sagemaker.CfnEndpointConfig.AsyncInferenceConfigProperty | None = None,
+    data_capture_config: sagemaker.CfnEndpointConfig.DataCaptureConfigProperty | None = None,
 ) -> EndpointResources:
     """`EndpointConfig` and `Endpoint` under `scope`.
 
@@ -39,6 +40,7 @@ def create_endpoint(
         production_variants=[variant],
         kms_key_id=kms_key.key_arn if kms_key is not None else None,
         async_inference_config=async_inference_config,
+        data_capture_config=data_capture_config,
     )
     endpoint = sagemaker.CfnEndpoint(
         scope,

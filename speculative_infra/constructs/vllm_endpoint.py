@@ -23,6 +23,13 @@ from speculative_infra.constructs.async_inference import (
     grant_async_outputs,
 )
 from speculative_infra.constructs.benchmark_target import BenchmarkTarget
+from speculative_infra.constructs.data_capture import (
+    CaptureDestination,
+    DataCaptureOptions,
+    capture_destination,
+    data_capture_config,
+    grant_capture,
+)
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
 from speculative_infra.constructs.endpoint_resources import create_endpoint
@@ -124,6 +131,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
         extra_model_data: Sequence[S3Location] = (),
         async_inference: AsyncInferenceOptions | None = None,
+        data_capture: DataCaptureOptions | None = None,
     ) -> None:
         """
         :param instance_type: SageMaker instance type, e.g. ``ml.g7e.2xlarge``.
@@ -165,6 +173,8 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             gates that roll a deployment back. Default: none.
         :param async_inference: serve asynchronously (InvokeEndpointAsync, answers in S3), scaling on the
             backlog and allowed to scale to zero (``scaling.min_capacity`` 0). Default: none (real time).
+        :param data_capture: capture a share of the traffic to S3 under KMS (for replay with
+            ``speculative-infra bench --dataset`` and EAGLE retraining). Default: none.
         """
         super().__init__(
             scope,
@@ -192,6 +202,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             serving="async" if async_inference is not None else "real_time",
         )
         self.async_inference = async_inference
+        self.data_capture = data_capture
         if async_inference is not None and benchmark is not None:
             raise ValueError(
                 f"{self.node.path}: benchmark measures streamed answers (InvokeEndpointWithResponseStream), "
@@ -258,6 +269,12 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         download_default, startup_default = default_timeouts(self.resolved)
         host = self.resolved.host
         self.variant_name = VARIANT_NAME
+        self.capture_destination: CaptureDestination | None = None
+        capture_config = None
+        if self.data_capture is not None:
+            self.capture_destination = capture_destination(self, self.data_capture)
+            capture_config = data_capture_config(self.data_capture, self.capture_destination)
+            grant_capture(self.role, self.capture_destination)
         resources = create_endpoint(
             self,
             variant=sagemaker.CfnEndpointConfig.ProductionVariantProperty(
@@ -281,6 +298,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             async_inference_config=async_inference_config(self.async_inference, self._max_num_seqs())
             if self.async_inference is not None
             else None,
+            data_capture_config=capture_config,
         )
         if self.async_inference is not None:
             grant_async_outputs(self.role, self.async_inference)

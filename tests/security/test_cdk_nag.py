@@ -13,6 +13,7 @@ from tests.conftest import REPO
 from tests.constructs import (
     test_async_inference,
     test_batch_inference,
+    test_data_capture,
     test_eagle_job,
     test_endpoint_benchmark,
     test_lmi_component,
@@ -30,6 +31,7 @@ def _configurations():
         test_monitoring,
         test_async_inference,
         test_batch_inference,
+        test_data_capture,
     ):
         for name, build in module.CONFIGURATIONS.items():
             yield f"{module.__name__.rsplit('.', 1)[-1]}:{name}", module, name, build
