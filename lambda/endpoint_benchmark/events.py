@@ -8,7 +8,18 @@ from dataclasses import dataclass
 from typing import Any
 
 KNOWN_PROPERTIES = frozenset(
-    {"ServiceToken", "Config", "ResultsBucket", "ResultsPrefix", "Gates", "FailOnError", "DeploymentId"}
+    {
+        "ServiceToken",
+        "Config",
+        "ResultsBucket",
+        "ResultsPrefix",
+        "Gates",
+        "FailOnError",
+        "DeploymentId",
+        # The attributes the stack reads beyond the original set: a new one reruns the benchmark, so a
+        # stack that starts reading it gets it from a fresh response, never from an older one.
+        "Attributes",
+    }
 )
 
 

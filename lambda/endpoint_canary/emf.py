@@ -16,7 +16,8 @@ NAMESPACE = "SpeculativeInfra/EndpointCanary"
 TARGET_DIMENSION = "Target"
 ERROR_CLASS_DIMENSION = "ErrorClass"
 
-# (metric name, unit): one value per successful request.
+# (metric name, unit): one value per successful request (TokensPerChunk: one per run, all tokens over all
+# chunks).
 PER_REQUEST_METRICS = (
     ("TimeToFirstToken", "Milliseconds"),
     ("TimePerOutputToken", "Milliseconds"),

@@ -5,10 +5,12 @@ The schedule's input is the canary's configuration (written by the EndpointCanar
     {"target": {"kind": "sagemaker", "endpoint_name": ..., "inference_component_name": ..., "container": ...},
      "requests": 3, "output_tokens": 64, "request_timeout_s": 60}
 
-Each run sends ``requests`` streaming requests one after another (concurrency 1, no retries: the canary
-reports failures, it does not hide them) with the fixed prompts in prompts.jsonl, through the project's
-benchmark engine, and prints CloudWatch EMF lines (see emf.py). A run never raises for an endpoint
-problem: a failed request is a measurement. A malformed input raises (the schedule is then wrong).
+Each run sends one uncounted warm-up request (it opens the connection, as `speculative-infra bench`
+warms up, so no measured TTFT includes DNS, TCP and TLS set-up), then ``requests`` streaming requests one
+after another (concurrency 1, no retries: the canary reports failures, it does not hide them) with the
+fixed prompts in prompts.jsonl, through the project's benchmark engine, and prints CloudWatch EMF lines
+(see emf.py). A run never raises for an endpoint problem: a failed request is a measurement. Requests
+the invocation's deadline cut off are neither: they are left out. A malformed input raises.
 """
 
 from __future__ import annotations
@@ -55,10 +57,11 @@ def benchmark_config(event: dict[str, Any]) -> BenchmarkConfig:
             "load": {
                 "concurrency_levels": [1],
                 "requests_per_level": requests,
-                "warmup_requests": 0,
+                "warmup_requests": 1,
                 "request_timeout_s": timeout,
                 "max_retries": 0,
-                "abort_after_failures": requests,  # measure every request, even when all fail
+                "abort_after_failures": requests
+                + 1,  # measure every request (and the warm-up), even when all fail
             },
             "label": "canary",
         }
@@ -66,13 +69,14 @@ def benchmark_config(event: dict[str, Any]) -> BenchmarkConfig:
 
 
 def per_request_samples(records: list[RequestRecord]) -> dict[str, list[float]]:
-    """TTFT, TPOT, output tokens/s and tokens per chunk of each successful measured request."""
+    """TTFT, TPOT and output tokens/s of each successful measured request, and the run's tokens per chunk."""
     samples: dict[str, list[float]] = {
         "TimeToFirstToken": [],
         "TimePerOutputToken": [],
         "OutputTokensPerSecond": [],
         "TokensPerChunk": [],
     }
+    tokens = chunks = 0
     for record in records:
         if record.phase != "measured" or record.status != "ok":
             continue
@@ -84,9 +88,13 @@ def per_request_samples(records: list[RequestRecord]) -> dict[str, list[float]]:
             samples["OutputTokensPerSecond"].append(
                 round(record.output_tokens / (record.e2el_ms / 1000.0), 3)
             )
-        # Mean accepted draft length + 1 under speculative decoding: vLLM streams one chunk per step.
         if record.output_tokens and record.chunks:
-            samples["TokensPerChunk"].append(round(record.output_tokens / record.chunks, 4))
+            tokens += record.output_tokens
+            chunks += record.chunks
+    # Mean accepted draft length + 1 under speculative decoding (vLLM streams one chunk per step): all
+    # tokens over all chunks, as the benchmark computes its baseline, not a mean of per-request ratios.
+    if chunks:
+        samples["TokensPerChunk"].append(round(tokens / chunks, 4))
     return samples
 
 
@@ -98,16 +106,17 @@ def run_canary(
     target = state.result.target_name()
     requests = config.load.requests_per_level or 1
     report = run_next_level_blocking(state, seconds_available=seconds_available, transport=transport)
-    if report.level is None:  # the target could not be reached at all: every request failed
+    if report.level is None:  # the engine could not start the level (no transport): every request failed
         failures = {"unavailable": requests}
         samples: dict[str, list[float]] = {}
         error = report.state.result.error
     else:
-        measured = [r for r in report.records if r.phase == "measured"]
+        # Cancelled requests (cut off by the invocation's deadline) are not measurements.
+        measured = [r for r in report.records if r.phase == "measured" and r.status != "cancelled"]
         requests = len(measured)
         failures = {}
         for record in measured:
-            if record.status != "ok":
+            if record.status == "failed":
                 key = record.failure_class or "unknown"
                 failures[key] = failures.get(key, 0) + 1
         samples = per_request_samples(report.records)

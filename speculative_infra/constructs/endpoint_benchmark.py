@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from aws_cdk import Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CfnOutput, CfnResource, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -356,13 +356,22 @@ class EndpointBenchmark(Construct):
 
     def series(self) -> BenchmarkSeries:
         """The EMF series each run publishes (one per level), for dashboards and alarms."""
+        dimension: Literal["Concurrency", "RequestRate"]
         if self.options.request_rates is not None:
-            return BenchmarkSeries(
-                "RequestRate", [f"{r:g}" for r in self.options.request_rates], self.tokens_per_chunk_baseline
-            )
+            dimension, values = "RequestRate", [f"{r:g}" for r in self.options.request_rates]
+        else:
+            dimension, values = "Concurrency", [str(c) for c in self.options.concurrency]
         return BenchmarkSeries(
-            "Concurrency", [str(c) for c in self.options.concurrency], self.tokens_per_chunk_baseline
+            dimension, values, self.tokens_per_chunk_baseline, self.require_tokens_per_chunk_baseline
         )
+
+    def require_tokens_per_chunk_baseline(self) -> None:
+        """Declare that the stack reads TokensPerChunkBaseline. A stack deployed before the attribute
+        existed keeps its old response (no rerun without a new deployment), where GetAtt would fail; the
+        declaration changes the resource's properties, so that update reruns the benchmark once."""
+        cfn = self.resource.node.default_child
+        assert isinstance(cfn, CfnResource)
+        cfn.add_property_override("Attributes", "TokensPerChunkBaseline")
 
     def _grant_dataset(self, function: lambda_.IFunction, dataset: S3Location) -> None:
         """Read access to the dataset prefix only (list under it, get its objects)."""

@@ -58,9 +58,17 @@ class CanaryOptions(BaseModel):
         limit = min(self.every_minutes * 60, MAX_RUN_SECONDS)
         if seconds > limit:
             raise ValueError(
-                f"a run is estimated at {seconds:.0f} s ({self.requests} requests x {self.output_tokens} tokens at "
-                f"{self.expected_tpot_ms:g} ms per token); it must fit in {limit} s (the interval between runs "
-                "and one Lambda invocation): lower requests or output_tokens, or raise every_minutes"
+                f"a run is estimated at {seconds:.0f} s (a warm-up and {self.requests} requests x "
+                f"{self.output_tokens} tokens at {self.expected_tpot_ms:g} ms per token); it must fit in {limit} s "
+                "(the interval between runs and one Lambda invocation): lower requests or output_tokens, or "
+                "raise every_minutes"
+            )
+        worst = worst_case_seconds(self)
+        if worst > MAX_RUN_SECONDS:
+            raise ValueError(
+                f"{self.requests + 1} requests (with the warm-up) x request_timeout_seconds "
+                f"{self.request_timeout_seconds:g} can take {worst:.0f} s; one Lambda invocation allows "
+                f"{MAX_RUN_SECONDS} s: lower requests or request_timeout_seconds"
             )
         return self
 
@@ -101,9 +109,14 @@ class CanaryCost:
 
 
 def run_seconds(options: CanaryOptions) -> float:  # used by CanaryOptions' validator (defined below it)
-    """A run's expected length: its requests one after another, plus start-up."""
+    """A run's expected length: a warm-up and its requests one after another, plus start-up."""
     per_request = 0.5 + options.output_tokens * options.expected_tpot_ms / 1000.0
-    return 2.0 + options.requests * per_request
+    return 2.0 + (options.requests + 1) * per_request
+
+
+def worst_case_seconds(options: CanaryOptions) -> float:
+    """Every request (and the warm-up) running to its timeout: what the function's timeout must allow."""
+    return (options.requests + 1) * options.request_timeout_seconds + 10.0
 
 
 def monthly_cost(options: CanaryOptions, prices: MonitoringPrices | None = None) -> CanaryCost:
@@ -162,7 +175,8 @@ class EndpointCanary(Construct):
         self.enabled = (
             self.options.enabled if self.options.enabled is not None else not self.target.scales_to_zero
         )
-        timeout_s = min(900, math.ceil(2 * run_seconds(self.options) + 30))
+        # Room for every request to reach its own timeout, plus the handler's margin to print its metrics.
+        timeout_s = min(900, math.ceil(worst_case_seconds(self.options) + 20))
         self.function: lambda_.Function = handler_function(
             self,
             "Function",

@@ -49,6 +49,8 @@ def _graph(
         right_y_axis=cloudwatch.YAxisProps(label=right_label, show_units=False, min=0) if right else None,
         left_annotations=list(annotations) or None,
         view=view,
+        # A bar of a once-per-deployment figure: one value over the whole range shown, not per period.
+        set_period_to_time_range=True if view == cloudwatch.GraphWidgetView.BAR else None,
     )
 
 

@@ -6,6 +6,7 @@ SpeculativeVllmEndpoint and LmiInferenceComponent describe themselves with `moni
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -19,6 +20,7 @@ class BenchmarkSeries:
     level_dimension: Literal["Concurrency", "RequestRate"]
     level_values: list[str]
     tokens_per_chunk_baseline: str  # a CloudFormation attribute: mean tokens per chunk at the lowest level
+    require_baseline: Callable[[], None]  # call before reading the attribute (see EndpointBenchmark)
 
 
 @dataclass(frozen=True)

@@ -91,7 +91,7 @@ class Observable:
         :param topic: an SNS topic to notify. Default: none.
         :param create_topic: create an encrypted topic CloudWatch can publish to. Default: false.
         """
-        from speculative_infra.constructs.slo_alarms import SloAlarms, alarm_topic
+        from speculative_infra.constructs.slo_alarms import CanarySchedule, SloAlarms, alarm_topic
 
         scope = self._scope()
         if self.slo_alarms is not None:
@@ -106,7 +106,9 @@ class Observable:
             "SloAlarms",
             target=self.monitoring_target(),
             slos=slos,
-            has_canary=self.canary is not None,
+            canary=None
+            if self.canary is None
+            else CanarySchedule(self.canary.options.every_minutes, self.canary.enabled),
             topic=topic,
         )
         if self.dashboard is not None:

@@ -4,6 +4,7 @@ from SageMaker's own metrics, optionally notifying an SNS topic."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from aws_cdk import Duration, Token
@@ -18,12 +19,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from speculative_infra.constructs.metrics import canary_metric, invocation_metric
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
 
-# Canary figures: three 5-minute runs per period; two breaching periods in a row (30 minutes) alarm, so a
-# single slow run does not page anyone. SageMaker's error rate: 5-minute periods, two of the last three.
-CANARY_PERIOD = Duration.minutes(15)
+# Canary figures: a period holds three runs (15 minutes at the default 5-minute schedule); two breaching
+# periods in a row alarm, so a single slow run does not page anyone. SageMaker's error rate: 5-minute
+# periods, two of the last three.
+CANARY_RUNS_PER_PERIOD = 3
+MIN_CANARY_PERIOD_MINUTES = 15
+MAX_CANARY_EVERY_MINUTES = 60  # beyond, two periods span 6 hours: too slow to call an SLO alarm
 CANARY_EVALUATION_PERIODS = 2
 ERROR_PERIOD = Duration.minutes(5)
 ERROR_EVALUATION_PERIODS, ERROR_DATAPOINTS = 3, 2
+
+
+@dataclass(frozen=True)
+class CanarySchedule:
+    """What the alarms need to know of the canary."""
+
+    every_minutes: int
+    enabled: bool
 
 
 class EndpointSlos(BaseModel):
@@ -101,17 +113,32 @@ class SloAlarms(Construct):
         *,
         target: MonitoringTarget,
         slos: EndpointSlos | Mapping[str, Any],
-        has_canary: bool,
+        canary: CanarySchedule | None,
         topic: sns.ITopic | None = None,
     ) -> None:
+        """
+        :param canary: the canary's schedule, if there is one (its figures feed the canary alarms).
+        """
         super().__init__(scope, construct_id)
         self.slos = parse_slos(slos, self.node.path)
         missing = self.slos.needs_canary()
-        if missing and not has_canary:
+        if missing and canary is None:
             raise ValueError(
                 f"{self.node.path}: {', '.join(missing)} are measured by the canary: call add_canary() before "
                 "add_slo_alarms(), or leave them out"
             )
+        uses_canary = bool(missing) or (
+            self.slos.error_rate is not None and canary is not None and canary.enabled
+        )
+        if canary is not None and uses_canary and canary.every_minutes > MAX_CANARY_EVERY_MINUTES:
+            raise ValueError(
+                f"{self.node.path}: the canary runs every {canary.every_minutes} minutes; SLO alarms on its "
+                f"figures need a run at least every {MAX_CANARY_EVERY_MINUTES} minutes (CanaryOptions.every_minutes)"
+            )
+        self.canary = canary
+        self.canary_period = Duration.minutes(
+            max(MIN_CANARY_PERIOD_MINUTES, CANARY_RUNS_PER_PERIOD * (canary.every_minutes if canary else 5))
+        )
         if self.slos.min_tokens_per_chunk == "benchmark" and target.benchmark is None:
             raise ValueError(
                 f"{self.node.path}: min_tokens_per_chunk='benchmark' needs the post-deploy benchmark "
@@ -129,7 +156,7 @@ class SloAlarms(Construct):
                 "P90Tpot", "TimePerOutputToken", "p90", slos_.p90_tpot_ms, "p90 time per output token (ms)"
             )
         if slos_.error_rate is not None:
-            self._error_rate_alarms(slos_.error_rate, has_canary)
+            self._error_rate_alarms(slos_.error_rate)
         if slos_.min_tokens_per_chunk is not None:
             self._acceptance_alarm()
         self.topic = topic
@@ -147,17 +174,18 @@ class SloAlarms(Construct):
         self.alarms[name] = cloudwatch.Alarm(
             self,
             name,
-            metric=canary_metric(self.target, metric_name, statistic, period=CANARY_PERIOD),
+            metric=canary_metric(self.target, metric_name, statistic, period=self.canary_period),
             threshold=threshold,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=CANARY_EVALUATION_PERIODS,
             datapoints_to_alarm=CANARY_EVALUATION_PERIODS,
             # No successful canary request, no sample: the error-rate alarm speaks for failures.
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.target.label}: canary {what} above {threshold:g} for 30 minutes",
+            alarm_description=f"{self.target.label}: canary {what} above {threshold:g} for "
+            f"{CANARY_EVALUATION_PERIODS * int(self.canary_period.to_minutes())} minutes",
         )
 
-    def _error_rate_alarms(self, rate: float, has_canary: bool) -> None:
+    def _error_rate_alarms(self, rate: float) -> None:
         self.alarms["ErrorRate"] = cloudwatch.Alarm(
             self,
             "ErrorRate",
@@ -170,15 +198,17 @@ class SloAlarms(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,  # no traffic, no errors
             alarm_description=f"{self.target.label}: more than {rate:.1%} of requests answered 5xx",
         )
-        if has_canary:
+        # Only with a running canary: its silence is what this alarm treats as breaching, and a disabled
+        # canary (scale to zero) is silent by design.
+        if self.canary is not None and self.canary.enabled:
             # Canary failures include what SageMaker does not count: errors in the middle of a stream.
             failed = cloudwatch.MathExpression(
                 expression="IF(requests > 0, failed / requests, 0)",
                 using_metrics={
-                    "failed": canary_metric(self.target, "FailedRequests", "Sum", period=CANARY_PERIOD),
-                    "requests": canary_metric(self.target, "Requests", "Sum", period=CANARY_PERIOD),
+                    "failed": canary_metric(self.target, "FailedRequests", "Sum", period=self.canary_period),
+                    "requests": canary_metric(self.target, "Requests", "Sum", period=self.canary_period),
                 },
-                period=CANARY_PERIOD,
+                period=self.canary_period,
                 label="canary failure rate",
             )
             self.alarms["CanaryFailureRate"] = cloudwatch.Alarm(
@@ -197,9 +227,9 @@ class SloAlarms(Construct):
 
     def _acceptance_alarm(self) -> None:
         floor = self.slos.min_tokens_per_chunk
-        tokens_per_chunk = canary_metric(
-            self.target, "TokensPerChunk", "Average", period=Duration.minutes(30)
-        )
+        # Twice the canary period (six runs): acceptance moves slowly, a single run should not decide.
+        period = Duration.minutes(2 * int(self.canary_period.to_minutes()))
+        tokens_per_chunk = canary_metric(self.target, "TokensPerChunk", "Average", period=period)
         if floor == "benchmark":
             assert self.target.benchmark is not None
             keep = 1 - self.slos.acceptance_drop
@@ -208,9 +238,10 @@ class SloAlarms(Construct):
             metric: cloudwatch.IMetric = cloudwatch.MathExpression(
                 expression=f"tpc / {keep:g}",
                 using_metrics={"tpc": tokens_per_chunk},
-                period=Duration.minutes(30),
+                period=period,
                 label=f"canary tokens per chunk / {keep:g}",
             )
+            self.target.benchmark.require_baseline()
             threshold = Token.as_number(self.target.benchmark.tokens_per_chunk_baseline)
             what = f"more than {self.slos.acceptance_drop:.0%} below the post-deploy benchmark's"
         else:
@@ -225,6 +256,6 @@ class SloAlarms(Construct):
             evaluation_periods=2,
             datapoints_to_alarm=2,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"{self.target.label}: canary tokens per chunk {what} for an hour: the draft accepts "
-            "fewer tokens on today's traffic (retrain it)",
+            alarm_description=f"{self.target.label}: canary tokens per chunk {what} for "
+            f"{2 * int(period.to_minutes())} minutes: the draft accepts fewer tokens on today's traffic (retrain it)",
         )

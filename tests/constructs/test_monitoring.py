@@ -84,13 +84,52 @@ def test_cfn_lint_clean(configuration):
     assert cfn_lint_errors(template) == []
 
 
-def _emitted_canary_metrics(capsys) -> set[str]:
-    """Run the canary's EMF writer with a sample of every kind and a failure; read back what it declares."""
-    samples = {name: [1.0] for name, _ in canary_emf.PER_REQUEST_METRICS}
-    names = set()
-    for line in canary_emf.run_documents("t", samples, 2, {"ModelError": 1}, now_ms=0):
-        for block in json.loads(line)["_aws"]["CloudWatchMetrics"]:
-            names |= {m["Name"] for m in block["Metrics"]}
+@pytest.fixture(scope="module")
+def emitted_canary_metrics() -> set[str]:
+    """Every metric name the canary handler declares, run against the SageMaker stand-in: once on a
+    speculative endpoint (every figure) and once on one that fails (the error-class series)."""
+    import contextlib
+    import io
+    import os
+
+    from tests.benchmark.conftest import SCENARIOS
+    from tests.benchmark.stand_ins.server import ServerProcess
+
+    names: set[str] = set()
+    saved = dict(os.environ)
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
+    try:
+        with ServerProcess(SCENARIOS) as server:
+            for endpoint in ("spec", "sm_model_error"):
+                event = {
+                    "target": {
+                        "kind": "sagemaker",
+                        "endpoint_name": endpoint,
+                        "region": "us-west-2",
+                        "endpoint_url": server.base_url,
+                        "container": "vllm",
+                        "client": "boto3",
+                    },
+                    "requests": 2,
+                    "output_tokens": 9,
+                    "request_timeout_s": 10,
+                }
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    canary_handler.run_canary(event, seconds_available=30)
+                for line in out.getvalue().splitlines():
+                    doc = json.loads(line)
+                    for block in doc.get("_aws", {}).get("CloudWatchMetrics", []):
+                        names |= {m["Name"] for m in block["Metrics"]}
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     return names
 
 
@@ -100,11 +139,14 @@ def _emitted_benchmark_metrics() -> set[str]:
     return {m["Name"] for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
 
 
-def test_every_dashboard_metric_is_documented_by_aws_or_emitted_by_our_handlers(configuration, capsys):
+def test_every_dashboard_metric_is_documented_by_aws_or_emitted_by_our_handlers(
+    configuration, emitted_canary_metrics
+):
     _, (_, template) = configuration
     facts = load_monitoring_facts()
+    assert set(canary_emf.METRIC_NAMES) == emitted_canary_metrics  # the run emitted every series
     ours = {
-        canary_emf.NAMESPACE: (_emitted_canary_metrics(capsys), [["Target"]]),
+        canary_emf.NAMESPACE: (emitted_canary_metrics, [["Target"]]),
         benchmark_emf.NAMESPACE: (
             _emitted_benchmark_metrics(),
             [["Target", "Concurrency"], ["Target", "RequestRate"]],
@@ -123,6 +165,26 @@ def test_every_dashboard_metric_is_documented_by_aws_or_emitted_by_our_handlers(
         assert sorted(metric.dimensions) in [sorted(d) for d in documented.dimensions], where
         assert documented.allows(metric.statistic), where
         assert metric.period % documented.period_seconds == 0, where
+
+
+def test_every_alarm_metric_is_documented_or_emitted(configuration, emitted_canary_metrics):
+    _, (_, template) = configuration
+    facts = load_monitoring_facts()
+    for alarm in _resources(template, "AWS::CloudWatch::Alarm").values():
+        props = alarm["Properties"]
+        stats = [m["MetricStat"] for m in props.get("Metrics", []) if "MetricStat" in m]
+        metrics = [(s["Metric"]["Namespace"], s["Metric"]["MetricName"], s["Stat"]) for s in stats] or [
+            (
+                props["Namespace"],
+                props["MetricName"],
+                props.get("Statistic") or props.get("ExtendedStatistic"),
+            )
+        ]
+        for namespace, name, statistic in metrics:
+            if namespace == canary_emf.NAMESPACE:
+                assert name in emitted_canary_metrics, name
+            else:
+                assert facts.metric(namespace, name).allows(statistic), (namespace, name, statistic)
 
 
 def test_the_documented_list_rejects_what_aws_does_not_publish():
@@ -277,6 +339,9 @@ def test_alarms_thresholds_periods_and_missing_data():
     assert (errors["EvaluationPeriods"], errors["DatapointsToAlarm"]) == (3, 2)
     canary_failures = by_metric["FailedRequests+Requests"]
     assert canary_failures["TreatMissingData"] == "breaching"
+    # The stack now reads the benchmark's new attribute: declared, so an existing stack reruns it once.
+    (benchmark,) = _resources(data, "Custom::EndpointBenchmark").values()
+    assert benchmark["Properties"]["Attributes"] == "TokensPerChunkBaseline"
     acceptance = by_metric["TokensPerChunk"]
     assert acceptance["ComparisonOperator"] == "LessThanThreshold"
     # The baseline is the benchmark's measured tokens per chunk; the expression scales the canary by 1/0.85.
@@ -294,6 +359,8 @@ def test_given_acceptance_floor_is_a_plain_threshold():
     alarms = [v["Properties"] for v in _resources(data, "AWS::CloudWatch::Alarm").values()]
     acceptance = next(a for a in alarms if a.get("MetricName") == "TokensPerChunk")
     assert acceptance["Threshold"] == 1.8 and acceptance["Period"] == 1800
+    # Its canary is disabled (scale to zero): no alarm on the canary's silence.
+    assert not any("Metrics" in a for a in alarms)
 
 
 @pytest.mark.parametrize(
@@ -314,7 +381,7 @@ def test_given_acceptance_floor_is_a_plain_threshold():
         (lambda e: e.add_canary({"requests": "many"}), "canary options: requests: .*'many'"),
         (
             lambda e: e.add_canary({"requests": 20, "output_tokens": 1024}),
-            "estimated at 626 s .* fit in 300 s",
+            "estimated at 658 s .* fit in 300 s",
         ),
         (lambda e: (e.add_canary(), e.add_canary()), "add_canary\\(\\) was already called"),
         (lambda e: (e.add_dashboard(), e.add_dashboard()), "add_dashboard\\(\\) was already called"),
@@ -332,13 +399,43 @@ def test_bad_monitoring_input_raises_a_clear_error(setup, message):
 
 
 def test_a_run_must_fit_between_runs_boundary():
-    # 2 s + 1 x (0.5 s + tokens x 30 ms) against one minute: 1,916 tokens take 59.98 s, 1,917 take 60.01 s.
-    assert CanaryOptions(every_minutes=1, requests=1, output_tokens=1916)
+    # 2 s + (1 + a warm-up) x (0.5 s + tokens x 30 ms) against one minute: 949 tokens take 59.94 s, 950 60.0 s
+    # (allowed), 951 60.06 s.
+    assert CanaryOptions(every_minutes=1, requests=1, output_tokens=950)
     with pytest.raises(ValueError, match="fit in 60 s"):
-        CanaryOptions(every_minutes=1, requests=1, output_tokens=1917)
+        CanaryOptions(every_minutes=1, requests=1, output_tokens=951)
     # Above 14 minutes between runs the Lambda's 840 s is the limit, not the interval.
     with pytest.raises(ValueError, match="fit in 840 s"):
         CanaryOptions(every_minutes=60, requests=20, output_tokens=1400)
+
+
+def test_every_request_may_reach_its_timeout_within_one_invocation():
+    # (20 + 1) x timeout + 10 s <= 840 s: 39.5 s fits (839.5 s), 40 s does not (850 s).
+    assert CanaryOptions(requests=20, output_tokens=8, request_timeout_seconds=39.5)
+    with pytest.raises(ValueError, match="can take 850 s"):
+        CanaryOptions(requests=20, output_tokens=8, request_timeout_seconds=40)
+
+
+def test_canary_alarm_periods_follow_the_schedule():
+    for every, period in ((5, 900), (10, 1800), (60, 10800)):
+        app = cdk.App()
+        stack = cdk.Stack(app, f"S{every}", env=cdk.Environment(region="us-west-2"))
+        endpoint = test_vllm_endpoint.reference(stack)
+        endpoint.add_canary({"every_minutes": every})
+        endpoint.add_slo_alarms({"p90_ttft_ms": 500, "min_tokens_per_chunk": 2.0})
+        alarms = [
+            r["Properties"]
+            for r in app.synth().get_stack_by_name(f"S{every}").template["Resources"].values()
+            if r["Type"] == "AWS::CloudWatch::Alarm"
+        ]
+        ttft = next(a for a in alarms if a.get("MetricName") == "TimeToFirstToken")
+        acceptance = next(a for a in alarms if a.get("MetricName") == "TokensPerChunk")
+        assert (ttft["Period"], acceptance["Period"]) == (period, 2 * period)
+    stack = cdk.Stack(cdk.App(), "S61", env=cdk.Environment(region="us-west-2"))
+    endpoint = test_vllm_endpoint.reference(stack)
+    endpoint.add_canary({"every_minutes": 61})
+    with pytest.raises(ValueError, match="runs every 61 minutes"):
+        endpoint.add_slo_alarms({"p90_ttft_ms": 500})
 
 
 def test_canary_monthly_cost_by_hand():
@@ -355,19 +452,19 @@ def test_canary_monthly_cost_by_hand():
         scheduler_source="x",
     )
     options = CanaryOptions()
-    # 3 requests x (0.5 s + 64 tokens x 30 ms) + 2 s start-up = 9.26 s per run; every 5 minutes: 8,640 runs.
-    assert run_seconds(options) == pytest.approx(9.26)
+    # (3 requests + a warm-up) x (0.5 s + 64 tokens x 30 ms) + 2 s start-up = 11.68 s; every 5 minutes: 8,640 runs.
+    assert run_seconds(options) == pytest.approx(11.68)
     cost = monthly_cost(options, prices)
     assert cost.runs_per_month == 8640
-    assert cost.lambda_usd == pytest.approx(8640 * 9.26 * 0.25 * 0.0000166667 + 8640 * 0.2e-6)
+    assert cost.lambda_usd == pytest.approx(8640 * 11.68 * 0.25 * 0.0000166667 + 8640 * 0.2e-6)
     assert cost.metrics_usd == pytest.approx(8 * 0.30)
     assert cost.scheduler_usd == pytest.approx(0.00864)
     assert cost.logs_usd == pytest.approx(8640 * 3000 / 1e9 * 0.5)
     assert 2.5 < cost.total_usd < 3.0
-    every_minute = monthly_cost(CanaryOptions(every_minutes=1), prices)
-    assert every_minute.runs_per_month == 43200 and every_minute.lambda_usd == pytest.approx(
-        5 * cost.lambda_usd
-    )
+    every_minute = monthly_cost(CanaryOptions(every_minutes=1, output_tokens=16), prices)
+    # 4 x (0.5 + 16 x 0.03) + 2 = 5.92 s per run, 43,200 runs.
+    assert every_minute.runs_per_month == 43200
+    assert every_minute.lambda_usd == pytest.approx(43200 * 5.92 * 0.25 * 0.0000166667 + 43200 * 0.2e-6)
     assert math.isclose(every_minute.metrics_usd, cost.metrics_usd)
 
 
