@@ -40,6 +40,8 @@ KNOWN_PROPERTIES = frozenset(
         "VpcSecurityGroupIds",
         "VpcSubnets",
         "Tags",
+        "BaseDraftS3Uri",
+        "SourceModelImage",
     }
 )
 
@@ -83,6 +85,15 @@ class JobProperties:
     vpc_security_group_ids: tuple[str, ...]
     vpc_subnets: tuple[str, ...]
     tags: tuple[Tag, ...]
+    # Training from an existing EAGLE head: the handler registers a SageMaker model carrying the target
+    # (ModelS3Uri) and the head (channel "eagle_model"), named as the job, and optimizes that model.
+    base_draft_s3_uri: str | None = None
+    source_model_image: str | None = None
+
+    @property
+    def source_model_name(self) -> str | None:
+        """The model the handler creates for a base draft (None: the job's source is given directly)."""
+        return self.job_name if self.base_draft_s3_uri else None
 
     @property
     def draft_s3_uri(self) -> str:
@@ -98,6 +109,8 @@ class Request:
     physical_resource_id: str
     properties: JobProperties | None
     data: Mapping[str, str]  # what on_event returned, as the framework passes it to is_complete
+    # Delete: whether the resource registered a source model (read without parsing the properties).
+    registered_source_model: bool = False
 
 
 def parse_request(event: Mapping[str, Any]) -> Request:
@@ -114,7 +127,12 @@ def parse_request(event: Mapping[str, Any]) -> Request:
         # Delete only needs the physical id; parsing properties there could only block a deletion.
         properties=None if request_type == "Delete" else parse_properties(event.get("ResourceProperties")),
         data={k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, Mapping) else {},
+        registered_source_model=_mentions(event.get("ResourceProperties"), "BaseDraftS3Uri"),
     )
+
+
+def _mentions(raw: object, name: str) -> bool:
+    return isinstance(raw, Mapping) and isinstance(raw.get(name), str) and bool(raw.get(name))
 
 
 def parse_properties(raw: object) -> JobProperties:
@@ -146,7 +164,23 @@ def parse_properties(raw: object) -> JobProperties:
         vpc_security_group_ids=security_groups,
         vpc_subnets=subnets,
         tags=_tags(raw),
+        **_base_draft(raw, model_s3_uri),
     )
+
+
+def _base_draft(raw: Mapping[str, Any], model_s3_uri: str | None) -> dict[str, str | None]:
+    base = _optional_s3_uri(raw, "BaseDraftS3Uri")
+    image = _optional_string(raw, "SourceModelImage")
+    if base is None:
+        if image is not None:
+            raise PropertyError("SourceModelImage", "only applies with BaseDraftS3Uri")
+        return {}
+    if model_s3_uri is None:
+        # The head travels in a model the handler registers, whose weights must come from S3.
+        raise PropertyError("BaseDraftS3Uri", "needs ModelS3Uri (the target's weights in S3)")
+    if image is None:
+        raise PropertyError("SourceModelImage", "is required with BaseDraftS3Uri")
+    return {"base_draft_s3_uri": base, "source_model_image": image}
 
 
 def _model_source(raw: Mapping[str, Any]) -> tuple[str | None, str | None]:

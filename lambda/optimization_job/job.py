@@ -51,7 +51,7 @@ class Result:
 
 def on_event(client: SageMakerClient, request: Request) -> Result:
     if request.request_type == "Delete":
-        return delete(client, request.physical_resource_id)
+        return delete(client, request.physical_resource_id, request.registered_source_model)
     props = _properties(request)
     response: dict[str, Any] = {"PhysicalResourceId": props.job_name}
     if request.request_type == "Update" and request.physical_resource_id == props.job_name:
@@ -65,6 +65,8 @@ def start_or_adopt(client: SageMakerClient, props: JobProperties, response: dict
     # A retried Create, or a rollback to earlier inputs, finds its job already there: never start a second.
     existing = describe(client, props.job_name)
     if existing is None:
+        if props.source_model_name:
+            register_source_model(client, props)
         try:
             arn = client.create_optimization_job(**create_request(props))["OptimizationJobArn"]
             return Result(response | {"Data": job_data(props, arn=arn)}, props.job_name, "created")
@@ -104,15 +106,70 @@ def is_complete(client: SageMakerClient, request: Request) -> Result:
     return Result({"IsComplete": False}, props.job_name, "waiting", status=status)
 
 
-def delete(client: SageMakerClient, job_name: str) -> Result:
+def delete(client: SageMakerClient, job_name: str, registered_source_model: bool = False) -> Result:
     response: dict[str, Any] = {"PhysicalResourceId": job_name} if job_name else {}
     if not JOB_NAME.fullmatch(job_name):
         return Result(response, job_name, "skipped: physical id is not a job name")
     try:
         outcome, status = _stop_if_running(client, job_name)
+        if registered_source_model:
+            outcome += _delete_source_model(client, job_name)
     except Exception as exc:  # Deliberate: a job's cleanup must never block a stack deletion.
         return Result(response, job_name, "error ignored", error=f"{type(exc).__name__}: {exc}")
     return Result(response, job_name, outcome, status=status)
+
+
+EAGLE_CHANNEL = "eagle_model"  # the channel the AWS ML blog's "bring your trained EAGLE" example names
+
+
+def register_source_model(client: SageMakerClient, props: JobProperties) -> None:
+    """The job's source when it starts from an existing head: the target from S3 and the head as an
+    additional model data source (CloudFormation's AWS::SageMaker::Model cannot declare one). A model
+    of that name already there (a retried Create) is kept: its name hashes the same inputs."""
+    assert props.source_model_name and props.model_s3_uri and props.base_draft_s3_uri
+    target: dict[str, Any] = {
+        "S3Uri": _prefix(props.model_s3_uri),
+        "S3DataType": "S3Prefix",
+        "CompressionType": "None",
+    }
+    if props.model_access_accept_eula is not None:
+        target["ModelAccessConfig"] = {"AcceptEula": props.model_access_accept_eula}
+    try:
+        client.create_model(
+            ModelName=props.source_model_name,
+            ExecutionRoleArn=props.role_arn,
+            PrimaryContainer={
+                "Image": cast(str, props.source_model_image),
+                "ModelDataSource": {"S3DataSource": cast(Any, target)},
+                "AdditionalModelDataSources": [
+                    {
+                        "ChannelName": EAGLE_CHANNEL,
+                        "S3DataSource": {
+                            "S3Uri": _prefix(props.base_draft_s3_uri),
+                            "S3DataType": "S3Prefix",
+                            "CompressionType": "None",
+                        },
+                    }
+                ],
+            },
+        )
+    except ClientError as err:
+        if "already exist" not in str(err.response.get("Error", {}).get("Message", "")):
+            raise
+
+
+def _delete_source_model(client: SageMakerClient, job_name: str) -> str:
+    try:
+        client.delete_model(ModelName=job_name)
+    except ClientError as err:
+        if is_not_found(err):
+            return ""
+        raise
+    return "; source model deleted"
+
+
+def _prefix(uri: str) -> str:
+    return uri if uri.endswith("/") else uri + "/"
 
 
 def _stop_if_running(client: SageMakerClient, job_name: str) -> tuple[str, str]:
@@ -165,8 +222,9 @@ def create_request(props: JobProperties) -> CreateOptimizationJobRequestTypeDef:
 
 
 def _model_source(props: JobProperties) -> OptimizationJobModelSourceTypeDef:
-    if props.sagemaker_model_name:
-        return {"SageMakerModel": {"ModelName": props.sagemaker_model_name}}
+    model_name = props.source_model_name or props.sagemaker_model_name
+    if model_name:
+        return {"SageMakerModel": {"ModelName": model_name}}
     s3: OptimizationJobModelSourceS3TypeDef = {"S3Uri": cast(str, props.model_s3_uri)}
     if props.model_access_accept_eula is not None:
         s3["ModelAccessConfig"] = {"AcceptEula": props.model_access_accept_eula}

@@ -86,6 +86,7 @@ class EagleOptimizationJob(Construct):
         kms_key: kms.IKey | None = None,
         role: iam.IRole | None = None,
         tags: Mapping[str, str] | None = None,
+        base_draft: str | TrainedDraft | None = None,
     ) -> None:
         """
         :param deployment_instance_type: the instance type the draft is trained for (an endpoint's).
@@ -111,6 +112,11 @@ class EagleOptimizationJob(Construct):
         :param kms_key: encrypts the job output and the created bucket. Default: S3 managed keys.
         :param role: the job's execution role. Default: created with access to exactly its inputs.
         :param tags: tags on the job. Default: none.
+        :param base_draft: start from an existing EAGLE head instead of a new one: an S3 prefix of its
+            weights, or the TrainedDraft of an earlier EagleOptimizationJob. The handler registers a
+            SageMaker model with the target (``model_s3_uri``, required) and the head as the
+            ``eagle_model`` additional model data source, as AWS's example of further training does, and
+            optimizes that model. Default: none (train a head from scratch).
         """
         super().__init__(scope, construct_id)
         self.wait = wait
@@ -121,13 +127,23 @@ class EagleOptimizationJob(Construct):
         sources = [s for s in (model_s3_uri, sagemaker_model_name) if s is not None]
         if len(sources) > 1:
             raise ValueError(f"{self.node.path}: give at most one of model_s3_uri and sagemaker_model_name")
+        base_draft_uri = base_draft.s3_uri if isinstance(base_draft, TrainedDraft) else base_draft
+        if base_draft_uri is not None and model_s3_uri is None:
+            raise ValueError(
+                f"{self.node.path}: base_draft needs model_s3_uri: the job's source model carries the target's "
+                "weights from S3 next to the head (SageMaker's EAGLE optimization takes no Hub id there)"
+            )
         if training_data_type not in ("S3Prefix", "ManifestFile"):
             raise ValueError(
                 f"{self.node.path}: training_data_type is {training_data_type!r}; allowed: S3Prefix, ManifestFile"
             )
         uri_problems: list[tuple[str, str]] = []
         locations: dict[str, S3Location] = {}
-        for field, uri in (("model_s3_uri", model_s3_uri), ("training_data", training_data)):
+        for field, uri in (
+            ("model_s3_uri", model_s3_uri),
+            ("training_data", training_data),
+            ("base_draft", base_draft_uri),
+        ):
             if uri is not None and not Token.is_unresolved(uri):
                 try:
                     locations[field] = parse_s3_uri(uri, field)
@@ -190,6 +206,7 @@ class EagleOptimizationJob(Construct):
             "output_prefix": output_prefix,
             "kms_key": kms_key.key_arn if kms_key is not None else None,
             "role": self.role.role_arn,
+            **({"base_draft": base_draft_uri} if base_draft_uri is not None else {}),
         }
         # A deterministic name: a retried Create finds its job, and changed inputs start a new one.
         # Tokens are hashed in their resolved CloudFormation form, which is stable across synths.
@@ -202,8 +219,14 @@ class EagleOptimizationJob(Construct):
         output_uri = f"s3://{self.output_bucket.bucket_name}/{self.output_prefix}"
         self.draft_s3_uri = f"s3://{self.output_bucket.bucket_name}/{self.draft_key_prefix}"
 
+        if isinstance(base_draft, TrainedDraft):
+            # The earlier job's bucket: read its draft prefix (locations only holds literal URIs).
+            locations["base_draft"] = S3Location(
+                bucket=base_draft.bucket.bucket_name, key=base_draft.key_prefix
+            )
         self._grant_job_inputs(locations, kms_key)
         model_name = sagemaker_model_name or (None if model_s3_uri else self._source_model(model_id))
+        self.base_draft_s3_uri = base_draft_uri
 
         properties: dict[str, Any] = {
             "JobName": self.job_name,
@@ -225,6 +248,9 @@ class EagleOptimizationJob(Construct):
             properties["KmsKeyId"] = kms_key.key_arn
         if tags:
             properties["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+        if base_draft_uri is not None:
+            properties["BaseDraftS3Uri"] = base_draft_uri
+            properties["SourceModelImage"] = self._source_model_image()
 
         self.provider = self._provider(wait)
         self.resource = CustomResource(
@@ -235,6 +261,8 @@ class EagleOptimizationJob(Construct):
             properties=properties,
         )
         self.resource.node.add_dependency(self.role)
+        if isinstance(base_draft, TrainedDraft):
+            self.resource.node.add_dependency(base_draft.job)  # the earlier head must exist first
         self.job_arn: str = self.resource.get_att_string("JobArn")
         self.recommended_image: str = self.resource.get_att_string("RecommendedInferenceImage")
 
@@ -303,6 +331,14 @@ class EagleOptimizationJob(Construct):
             resource=sagemaker_log_group_arn("*"),
         )
 
+    def _source_model_image(self) -> str:
+        """The image of the model the handler registers for a base draft (the job role pulls it)."""
+        container = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
+        assert container is not None
+        add_execution_permissions(self.role, image_repository_arns=[repository_arn(self, container)])
+        acknowledge_execution_permissions(self.role)
+        return image_uri(self, container)
+
     def _source_model(self, model_id: str) -> str:
         """A SageMaker model naming the HF id, for jobs that start from model_id alone."""
         container = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
@@ -345,6 +381,24 @@ class EagleOptimizationJob(Construct):
                     resources=[jobs_arn],
                 )
             )
+            if self.base_draft_s3_uri is not None:
+                # The source model the handler registers for a base draft is named as its job.
+                models_arn = Stack.of(self).format_arn(
+                    service="sagemaker", resource="model", resource_name=f"{self.job_name_prefix}-*"
+                )
+                fn.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["sagemaker:CreateModel", "sagemaker:DeleteModel"], resources=[models_arn]
+                    )
+                )
+                assert fn.role is not None
+                acknowledge(
+                    fn.role,
+                    "IAM5",
+                    "The source model is named as its job (a hash of the inputs): the handler may create and "
+                    "delete the models this construct names.",
+                    resource=models_arn,
+                )
             fn.add_to_role_policy(
                 iam.PolicyStatement(
                     actions=["iam:PassRole"],

@@ -34,8 +34,24 @@ def job_and_endpoint(stack: cdk.Stack, **props):
     )
 
 
+def second_round(stack: cdk.Stack):
+    """A second round of training that starts from the first round's head (the retraining cycle)."""
+    first = job(stack, wait=False)
+    return EagleOptimizationJob(
+        stack,
+        "Qwen3EagleRound2",
+        model_id="Qwen/Qwen3-32B",
+        model_s3_uri="s3://models/qwen3-32b/",
+        deployment_instance_type="ml.g7e.2xlarge",
+        training_data="s3://traffic/sharegpt-2/",
+        base_draft=first.as_speculative_config(num_speculative_tokens=4),
+        wait=False,
+    )
+
+
 CONFIGURATIONS = {
     "wait-with-endpoint": lambda s: job_and_endpoint(s),
+    "second-round-from-first-head": second_round,
     "no-wait-curated-data": lambda s: job(s, training_data=None, wait=False),
     "hf-id-source": lambda s: job(s, model_s3_uri=None),
 }
@@ -191,3 +207,43 @@ def test_job_name_hash_covers_output_location_and_is_stable_across_synths():
 
     assert name() == name()
     assert name() != name(output_prefix="other/")
+
+
+def test_a_base_draft_reaches_the_handler_with_an_image_and_permissions():
+    _, data = synth_stack(second_round)
+    resources = data["Resources"]
+    jobs = {k: v for k, v in resources.items() if v["Type"] == "Custom::EagleOptimizationJob"}
+    (second,) = [v for k, v in jobs.items() if "Round2" in k]
+    props = second["Properties"]
+    assert "BaseDraftS3Uri" in props and "djl-inference" in str(props["SourceModelImage"])
+    assert props["ModelS3Uri"] == "s3://models/qwen3-32b/"
+    # It waits for the first job's head.
+    assert any(dep in jobs for dep in second.get("DependsOn", []))
+    statements = [
+        st
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for st in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    create_model = [st for st in statements if "sagemaker:CreateModel" in st["Action"]]
+    assert create_model and all("model/qwen3eagleround2-*" in str(st["Resource"]) for st in create_model)
+
+
+def test_the_base_draft_changes_the_job_name():
+    def with_head(stack, uri):
+        return job(stack, base_draft=uri)
+
+    names = set()
+    for uri in ("s3://heads/round-1/draft/", "s3://heads/round-2/draft/"):
+        stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+        names.add(with_head(stack, uri).job_name)
+    assert len(names) == 2
+
+
+def test_a_base_draft_needs_the_targets_weights_in_s3():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    with pytest.raises(ValueError, match="base_draft needs model_s3_uri"):
+        job(stack, model_s3_uri=None, base_draft="s3://heads/round-1/draft/")
+    stack = cdk.Stack(cdk.App(), "S2", env=cdk.Environment(region="us-east-1"))
+    with pytest.raises(CompatibilityError, match="base_draft"):
+        job(stack, base_draft="heads/round-1")

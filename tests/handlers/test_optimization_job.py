@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from mypy_boto3_sagemaker import SageMakerClient
 
 from speculative_infra_lambda import optimization_job
 from speculative_infra_lambda.optimization_job import handler
-from speculative_infra_lambda.optimization_job.events import DATA_KEYS, PropertyError
+from speculative_infra_lambda.optimization_job.events import DATA_KEYS, PropertyError, parse_properties
 from speculative_infra_lambda.optimization_job.job import OptimizationJobFailed, OptimizationJobMissing
 
 JOB = "eagle-qwen3-32b-1a2b3c4d5e"
@@ -576,3 +577,102 @@ def test_the_folder_runs_alone_as_a_lambda_asset(tmp_path: Path) -> None:
         "assert callable(h.on_event) and callable(h.is_complete)\n"
     )
     subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True, timeout=60)
+
+
+# --- From an existing EAGLE head ------------------------------------------------------------------
+
+BASE_DRAFT = "s3://spec-out/eagle/previous-job/draft/"
+
+
+def test_from_a_base_draft_registers_a_model_with_the_head_and_optimizes_it(
+    sagemaker: SageMakerClient, stubber: Stubber
+) -> None:
+    """The request shapes are checked by the Stubber against SageMaker's service model: CreateModel with
+    the target as ModelDataSource and the head as the "eagle_model" additional data source (the AWS ML
+    blog's "bring your trained EAGLE" example), then the job on that model."""
+    properties = props(BaseDraftS3Uri=BASE_DRAFT, SourceModelImage=IMAGE)
+    expect_missing(stubber)
+    stubber.add_response(
+        "create_model",
+        {"ModelArn": f"arn:aws:sagemaker:us-east-1:123456789012:model/{JOB}"},
+        {
+            "ModelName": JOB,
+            "ExecutionRoleArn": ROLE,
+            "PrimaryContainer": {
+                "Image": IMAGE,
+                "ModelDataSource": {
+                    "S3DataSource": {
+                        "S3Uri": "s3://spec-models/qwen3-32b/",
+                        "S3DataType": "S3Prefix",
+                        "CompressionType": "None",
+                        "ModelAccessConfig": {"AcceptEula": True},
+                    }
+                },
+                "AdditionalModelDataSources": [
+                    {
+                        "ChannelName": "eagle_model",
+                        "S3DataSource": {
+                            "S3Uri": BASE_DRAFT,
+                            "S3DataType": "S3Prefix",
+                            "CompressionType": "None",
+                        },
+                    }
+                ],
+            },
+        },
+    )
+    request = FULL_REQUEST | {"ModelSource": {"SageMakerModel": {"ModelName": JOB}}}
+    stubber.add_response("create_optimization_job", {"OptimizationJobArn": ARN}, request)
+
+    response = handler.on_event(event("Create", properties), None, client=sagemaker)
+
+    assert response == {"PhysicalResourceId": JOB, "Data": data()}
+
+
+def test_a_retried_create_keeps_the_model_it_registered(sagemaker: SageMakerClient, stubber: Stubber) -> None:
+    properties = props(BaseDraftS3Uri=BASE_DRAFT, SourceModelImage=IMAGE)
+    expect_missing(stubber)
+    stubber.add_client_error(
+        "create_model",
+        service_error_code="ValidationException",
+        service_message=f'Cannot create already existing model "arn:aws:sagemaker:us-east-1:123456789012:model/{JOB}".',
+    )
+    request = FULL_REQUEST | {"ModelSource": {"SageMakerModel": {"ModelName": JOB}}}
+    stubber.add_response("create_optimization_job", {"OptimizationJobArn": ARN}, request)
+
+    assert handler.on_event(event("Create", properties), None, client=sagemaker)["Data"]["JobArn"] == ARN
+
+
+def test_delete_removes_the_registered_model_too(
+    sagemaker: SageMakerClient, stubber: Stubber, caplog: pytest.LogCaptureFixture
+) -> None:
+    properties = props(BaseDraftS3Uri=BASE_DRAFT, SourceModelImage=IMAGE)
+    expect_describe(stubber, described("COMPLETED"))
+    stubber.add_response("delete_model", {}, {"ModelName": JOB})
+
+    handler.on_event(event("Delete", properties, PhysicalResourceId=JOB), None, client=sagemaker)
+
+    assert log_lines(caplog)[-1]["outcome"] == "nothing to stop; source model deleted"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"BaseDraftS3Uri": BASE_DRAFT}, "SourceModelImage: is required with BaseDraftS3Uri"),
+        ({"SourceModelImage": IMAGE}, "SourceModelImage: only applies with BaseDraftS3Uri"),
+        (
+            {
+                "BaseDraftS3Uri": BASE_DRAFT,
+                "SourceModelImage": IMAGE,
+                "ModelS3Uri": None,
+                "ModelAccessAcceptEula": None,
+                "SageMakerModelName": "mine",
+            },
+            "BaseDraftS3Uri: needs ModelS3Uri",
+        ),
+        ({"BaseDraftS3Uri": "spec-out/draft", "SourceModelImage": IMAGE}, "BaseDraftS3Uri: must be an s3://"),
+    ],
+)
+def test_base_draft_properties_are_checked(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(PropertyError, match=re.escape(message)):
+        parse_properties(props(**changes))
