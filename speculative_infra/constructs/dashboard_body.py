@@ -10,24 +10,19 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from speculative_infra.constructs.cfn_tokens import render_tokens
 
-def _placeholder(token: Any) -> str:
-    if isinstance(token, str):
-        return token
-    if isinstance(token, dict) and len(token) == 1:
-        ((key, arg),) = token.items()
-        if key == "Ref":
-            return f"${{{arg}}}"
-        if key == "Fn::GetAtt":
-            return f"${{{arg[0]}.{arg[1]}}}"
-        if key == "Fn::Join":
-            return str(arg[0]).join(_placeholder(p) for p in arg[1])
-    raise ValueError(f"unexpected token in a dashboard body: {token!r}")
+
+def with_placeholders(token: Any) -> str:
+    """A CloudFormation value as a string, references as ``${Logical}`` / ``${Logical.Attr}`` placeholders."""
+    return render_tokens(
+        token, ref=lambda name: f"${{{name}}}", getatt=lambda res, attr: f"${{{res}.{attr}}}"
+    )
 
 
 def read_dashboard_body(body: Any) -> dict[str, Any]:
     """The DashboardBody property of an AWS::CloudWatch::Dashboard, as JSON."""
-    data: dict[str, Any] = json.loads(_placeholder(body))
+    data: dict[str, Any] = json.loads(with_placeholders(body))
     return data
 
 

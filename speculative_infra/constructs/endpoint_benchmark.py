@@ -11,12 +11,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from speculative_infra.constructs.benchmark_target import Benchmarkable
 from speculative_infra.constructs.custom_resource import handler_function, provider, stage_engine_handler
 from speculative_infra.constructs.monitoring_target import BenchmarkSeries
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.options import parse_options_model
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 
@@ -147,14 +148,7 @@ class BenchmarkOptions(BaseModel):
 
 
 def parse_options(options: BenchmarkOptions | Mapping[str, Any] | None, path: str) -> BenchmarkOptions:
-    if isinstance(options, BenchmarkOptions):
-        return options
-    try:
-        return BenchmarkOptions.model_validate(dict(options or {}))
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"{path}: benchmark options: {field}: {first['msg']}") from None
+    return parse_options_model(BenchmarkOptions, options, path, "benchmark options")
 
 
 def check_fits(options: BenchmarkOptions, path: str) -> None:

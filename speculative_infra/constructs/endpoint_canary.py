@@ -17,11 +17,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from speculative_infra.catalog.monitoring import MonitoringPrices, load_monitoring_facts
 from speculative_infra.constructs.custom_resource import handler_function, stage_engine_handler
 from speculative_infra.constructs.monitoring_target import Monitorable, MonitoringTarget
+from speculative_infra.constructs.options import parse_options_model
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
 
 MEMORY_MB = 256
@@ -74,16 +75,7 @@ class CanaryOptions(BaseModel):
 
 
 def parse_canary_options(options: CanaryOptions | Mapping[str, Any] | None, path: str) -> CanaryOptions:
-    if isinstance(options, CanaryOptions):
-        return options
-    try:
-        return CanaryOptions.model_validate(dict(options or {}))
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ValueError(
-            f"{path}: canary options: {field}: {first['msg']} (got {first.get('input')!r})"
-        ) from None
+    return parse_options_model(CanaryOptions, options, path, "canary options")
 
 
 @dataclass(frozen=True)

@@ -12,30 +12,18 @@ from typing import Any
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
+from speculative_infra.constructs.cfn_tokens import render_tokens
+
 PACK = "AwsSolutions"
 
 
 def nag_resource(scope: IConstruct, value: Any) -> str:
     """A resource ARN as cdk-nag prints it in finding ids."""
-    return _render(Stack.of(scope).resolve(value))
-
-
-def _render_parts(parts: list[Any], separator: str) -> str:
-    return separator.join(_render(p) for p in parts)
-
-
-def _render(node: Any) -> str:
-    if isinstance(node, str):
-        return node
-    if isinstance(node, dict) and len(node) == 1:
-        ((key, arg),) = node.items()
-        if key == "Ref":
-            return f"<{arg!s}>"
-        if key == "Fn::GetAtt":
-            return f"<{arg[0]}.{arg[1]}>"
-        if key == "Fn::Join":
-            return _render_parts(arg[1], str(arg[0]))
-    raise ValueError(f"cannot render {node!r} as a cdk-nag resource")
+    return render_tokens(
+        Stack.of(scope).resolve(value),
+        ref=lambda name: f"<{name}>",
+        getatt=lambda res, attr: f"<{res}.{attr}>",
+    )
 
 
 def acknowledge(

@@ -14,10 +14,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from speculative_infra.constructs.metrics import canary_metric, invocation_metric
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
+from speculative_infra.constructs.options import parse_options_model
 
 # Canary figures: a period holds three runs (15 minutes at the default 5-minute schedule); two breaching
 # periods in a row alarm, so a single slow run does not page anyone. SageMaker's error rate: 5-minute
@@ -77,14 +78,7 @@ class EndpointSlos(BaseModel):
 
 
 def parse_slos(slos: EndpointSlos | Mapping[str, Any], path: str) -> EndpointSlos:
-    if isinstance(slos, EndpointSlos):
-        return slos
-    try:
-        return EndpointSlos.model_validate(dict(slos))
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "slos"
-        raise ValueError(f"{path}: slos: {field}: {first['msg']} (got {first.get('input')!r})") from None
+    return parse_options_model(EndpointSlos, slos, path, "slos")
 
 
 def alarm_topic(scope: Construct, construct_id: str) -> sns.Topic:

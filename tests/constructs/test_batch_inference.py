@@ -16,7 +16,7 @@ from botocore.validate import ParamValidator
 
 from speculative_infra import CompatibilityError
 from speculative_infra.constructs.batch_inference import BatchInference
-from speculative_infra.constructs.dashboard_body import _placeholder
+from speculative_infra.constructs.dashboard_body import with_placeholders
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 from tests.conftest import REPO
 
@@ -53,7 +53,7 @@ def _resources(template: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 def _definition(template: dict[str, Any]) -> dict[str, Any]:
     (machine,) = _resources(template, "AWS::StepFunctions::StateMachine")
-    return json.loads(_placeholder(machine["DefinitionString"]))
+    return json.loads(with_placeholders(machine["DefinitionString"]))
 
 
 def test_snapshot(template, snapshot):

@@ -16,7 +16,11 @@ from aws_cdk import aws_sns as sns
 
 from speculative_infra.benchmark.sweep import new_benchmark
 from speculative_infra.catalog.monitoring import MonitoringPrices, load_monitoring_facts
-from speculative_infra.constructs.dashboard_body import _placeholder, plotted_metrics, read_dashboard_body
+from speculative_infra.constructs.dashboard_body import (
+    plotted_metrics,
+    read_dashboard_body,
+    with_placeholders,
+)
 from speculative_infra.constructs.endpoint_canary import CanaryOptions, monthly_cost, run_seconds
 from speculative_infra_lambda.endpoint_benchmark import emf as benchmark_emf
 from speculative_infra_lambda.endpoint_canary import emf as canary_emf
@@ -266,7 +270,7 @@ def test_canary_target_dimension_is_what_the_handler_emits_for_the_schedule_inpu
     dashboard and alarms do: a mismatch would leave every canary widget empty."""
     _, template = synth_stack(_build("vllm-reference-observed"))
     (schedule,) = _resources(template, "AWS::Scheduler::Schedule").values()
-    event = json.loads(_placeholder(schedule["Properties"]["Target"]["Input"]))
+    event = json.loads(with_placeholders(schedule["Properties"]["Target"]["Input"]))
     config = canary_handler.benchmark_config(event)
     emitted = new_benchmark(config).result.target_name()
     canary = [m for m in plotted_metrics(_dashboard(template)) if m.namespace == canary_emf.NAMESPACE]
@@ -287,7 +291,7 @@ def test_canary_schedule_and_permissions():
     assert props["ScheduleExpression"] == "rate(5 minutes)"
     assert props["State"] == "ENABLED"
     assert props["Target"]["RetryPolicy"] == {"MaximumRetryAttempts": 0}
-    event = json.loads(_placeholder(props["Target"]["Input"]))
+    event = json.loads(with_placeholders(props["Target"]["Input"]))
     assert event["requests"] == 3 and event["output_tokens"] == 64 and event["target"]["container"] == "vllm"
     canary_fn = [
         r
