@@ -4,9 +4,9 @@ Speculative decoding's acceptance depends on the text, so a benchmark on random 
 about a draft head on real traffic. Each loader returns the chat messages of one request and, where
 the record says, how many tokens it asked for:
 
-* ShareGPT (a JSON array of ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}``):
-  the system and first human turn are the request; the first answer's length (in words, about one
-  token each) is its output length.
+* ShareGPT (a JSON array of ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}``,
+  or one such object per line, as SageMaker's EAGLE optimization reads it): the system and first human
+  turn are the request; the first answer's length (in words, about one token each) is its output length.
 * JSON lines of ``{"prompt": ...}`` or ``{"messages": [...]}``, with an optional ``max_tokens``.
 * SageMaker data capture (JSON lines with ``captureData.endpointInput``, as endpoint data capture
   writes them under ``s3://.../<endpoint>/<variant>/yyyy/mm/dd/hh/``): the captured request body,
@@ -103,13 +103,28 @@ def _detect(text: str) -> str:
     if stripped.startswith("["):
         return "sharegpt"
     first = stripped.split("\n", 1)[0]
-    return "datacapture" if '"captureData"' in first else "jsonl"
+    if '"captureData"' in first:
+        return "datacapture"
+    return "sharegpt" if '"conversations"' in first else "jsonl"
 
 
 def _sharegpt(text: str) -> list[DatasetPrompt]:
-    data = json.loads(text)
+    if text.lstrip().startswith("["):
+        data = json.loads(text)
+    else:  # JSON lines, one conversation per line
+        data = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            if not isinstance(item, dict) or not isinstance(item.get("conversations"), list):
+                raise ValueError(
+                    f"line {number} is not a ShareGPT conversation (a JSON array of conversations, or one "
+                    '{"conversations": [...]} per line)'
+                )
+            data.append(item)
     if not isinstance(data, list):
-        raise ValueError("a ShareGPT file is a JSON array of conversations")
+        raise ValueError("a ShareGPT file is a JSON array of conversations, or one conversation per line")
     prompts = []
     for item in data:
         turns = item.get("conversations") if isinstance(item, dict) else None

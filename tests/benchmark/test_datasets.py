@@ -110,7 +110,7 @@ def test_sagemaker_data_capture_replays_the_captured_requests(tmp_path: Path, en
     [
         ("not json\n", "jsonl", "line 1 is not JSON"),
         ('{"a": 1}\n', "datacapture", "line 1 has no captureData.endpointInput.data"),
-        ('{"x": 1}', "sharegpt", "a JSON array of conversations"),
+        ('{"x": 1}', "sharegpt", "line 1 is not a ShareGPT conversation"),
         ('{"messages": []}\n', "jsonl", "at least one request with text"),
     ],
 )
@@ -196,3 +196,19 @@ def test_the_cli_refuses_a_missing_dataset_before_sending(
     )
     err = capsys.readouterr().err
     assert code == 2 and "argument --dataset:" in err and "none.json" in err and "Traceback" not in err
+
+
+def test_sharegpt_json_lines_as_the_optimization_job_reads_them(tmp_path):
+    """One conversation per line (SageMaker's EAGLE sample data, and what the retraining dataset step
+    writes) reads like the JSON-array form, detected by format auto."""
+    lines = tmp_path / "dataset.jsonl"
+    lines.write_text(
+        '{"id": "1", "conversations": [{"from": "human", "value": "Hi there"}, {"from": "gpt", "value": "one two"}]}\n'
+        '{"id": "2", "conversations": [{"from": "human", "value": "Count"}, {"from": "gpt", "value": ""}]}\n'
+    )
+    prompts = load_dataset(DatasetConfig(path=str(lines), format="auto", output_length="record"))
+    assert [p.messages for p in prompts] == [
+        ({"role": "user", "content": "Hi there"},),
+        ({"role": "user", "content": "Count"},),
+    ]
+    assert [p.output_tokens for p in prompts] == [2, None]
