@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from speculative_infra.constructs.endpoint_dashboard import EndpointDashboard
     from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+    from speculative_infra.constructs.retraining_loop import EagleRetrainingLoop, ServedEagleHead
     from speculative_infra.constructs.slo_alarms import EndpointSlos, SloAlarms
     from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
     from speculative_infra.errors import CompatibilityError
@@ -53,6 +54,8 @@ _EXPORTS = {
     "DeploymentSpec": "speculative_infra.spec",
     "EngineArgs": "speculative_infra.spec",
     "EagleOptimizationJob": "speculative_infra.constructs.eagle_job",
+    "EagleRetrainingLoop": "speculative_infra.constructs.retraining_loop",
+    "ServedEagleHead": "speculative_infra.constructs.retraining_loop",
     "EndpointBenchmark": "speculative_infra.constructs.endpoint_benchmark",
     "Finding": "speculative_infra.rules",
     "InferenceComponentEndpoint": "speculative_infra.constructs.inference_component_endpoint",
@@ -78,6 +81,7 @@ __all__ = [
     "DeploymentGuardrails",
     "DeploymentSpec",
     "EagleOptimizationJob",
+    "EagleRetrainingLoop",
     "EndpointBenchmark",
     "EndpointCanary",
     "EndpointDashboard",
@@ -88,6 +92,7 @@ __all__ = [
     "LmiInferenceComponent",
     "ScalingOptions",
     "ScheduledCapacity",
+    "ServedEagleHead",
     "Severity",
     "SloAlarms",
     "SpecError",

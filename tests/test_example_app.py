@@ -67,3 +67,16 @@ def test_offline_example_synthesizes_lint_clean(tmp_path):
     ]
     assert len(configs) == 1 and "AsyncInferenceConfig" in configs[0]["Properties"]
     assert cfn_lint_errors(stack.template, ["us-west-2"]) == []
+
+
+def test_retraining_example_synthesizes_lint_clean(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "retraining_app", REPO / "examples" / "retraining-app" / "app.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (stack,) = module.build_app(outdir=str(tmp_path)).synth().stacks
+    types = [r["Type"] for r in stack.template["Resources"].values()]
+    assert "AWS::SSM::Parameter" in types and "AWS::Events::Rule" in types
+    assert types.count("AWS::Scheduler::Schedule") == 2  # the canary's and the loop's
+    assert cfn_lint_errors(stack.template, ["us-west-2"]) == []

@@ -15,7 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import custom_resources as cr
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.constructs.custom_resource import handler_function, provider
@@ -54,12 +54,15 @@ class TrainedDraft:
     config: SpeculativeConfig
     bucket: s3.IBucket
     key_prefix: str
-    job: CustomResource
+    job: IConstruct  # what must exist before the endpoint's model (the job; or the served-head parameter)
     waits_for_completion: bool
+    # Where the endpoint mounts the draft from, when not bucket/key_prefix: a served head's CloudFormation
+    # dynamic reference to its SSM parameter (EagleRetrainingLoop); key_prefix is then what the role reads.
+    location: str | None = None
 
     @property
     def s3_uri(self) -> str:
-        return f"s3://{self.bucket.bucket_name}/{self.key_prefix}"
+        return self.location or f"s3://{self.bucket.bucket_name}/{self.key_prefix}"
 
 
 class EagleOptimizationJob(Construct):
@@ -214,6 +217,7 @@ class EagleOptimizationJob(Construct):
         self.job_name = _job_name(self.job_name_prefix, Stack.of(self).resolve(inputs))
         prefix = output_prefix if output_prefix.endswith("/") else output_prefix + "/"
         self.output_prefix = f"{prefix.lstrip('/')}{self.job_name}/"
+        self.output_root = prefix.lstrip("/")  # every job of this construct writes under it
         draft_layout = cat.optimization.output_layout.draft_prefix
         self.draft_key_prefix = f"{self.output_prefix}{draft_layout}"
         output_uri = f"s3://{self.output_bucket.bucket_name}/{self.output_prefix}"

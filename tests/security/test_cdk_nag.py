@@ -18,6 +18,7 @@ from tests.constructs import (
     test_endpoint_benchmark,
     test_lmi_component,
     test_monitoring,
+    test_retraining_loop,
     test_vllm_endpoint,
 )
 
@@ -32,6 +33,7 @@ def _configurations():
         test_async_inference,
         test_batch_inference,
         test_data_capture,
+        test_retraining_loop,
     ):
         for name, build in module.CONFIGURATIONS.items():
             yield f"{module.__name__.rsplit('.', 1)[-1]}:{name}", module, name, build
@@ -101,6 +103,15 @@ def test_acknowledgments_are_specific_and_explained(tmp_path):
 
 def test_offline_example_is_nag_clean(tmp_path):
     spec = importlib.util.spec_from_file_location("offline_app", REPO / "examples" / "offline-app" / "app.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    _nag_synth(example.build_app(outdir=str(tmp_path)))
+
+
+def test_retraining_example_is_nag_clean(tmp_path):
+    spec = importlib.util.spec_from_file_location(
+        "retraining_app", REPO / "examples" / "retraining-app" / "app.py"
+    )
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     _nag_synth(example.build_app(outdir=str(tmp_path)))

@@ -1,0 +1,309 @@
+"""EagleRetrainingLoop: the state machine validated by asl-validator, its decisions walked with fixtures
+(skip / keep / promote / rolled back / failed), the served head through SSM, IAM and errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+
+from speculative_infra import DataCaptureOptions, EagleOptimizationJob, SpeculativeVllmEndpoint
+from speculative_infra.constructs.dashboard_body import with_placeholders
+from speculative_infra.constructs.retraining_loop import EagleRetrainingLoop, ServedEagleHead
+from tests.cfn import cfn_lint_errors, normalized, synth_stack
+from tests.conftest import REPO
+
+
+def reference(stack: cdk.Stack, **props: Any) -> EagleRetrainingLoop:
+    first = EagleOptimizationJob(
+        stack,
+        "Round1",
+        model_id="Qwen/Qwen3-32B",
+        model_s3_uri="s3://my-models/qwen3-32b/",
+        deployment_instance_type="ml.g7e.2xlarge",
+        wait=False,
+    )
+    head = ServedEagleHead.from_job(stack, "Head", first)
+    endpoint = SpeculativeVllmEndpoint(
+        stack,
+        "Qwen3",
+        model_id="Qwen/Qwen3-32B",
+        instance_type="ml.g7e.2xlarge",
+        vllm_version="0.15.1",
+        engine={"max_model_len": 4096, "max_num_seqs": 64},
+        speculative=head.speculative_config(num_speculative_tokens=4),
+        data_capture=DataCaptureOptions(),
+    )
+    return EagleRetrainingLoop(
+        stack, "Loop", endpoint=endpoint, head=head, model_s3_uri="s3://my-models/qwen3-32b/", **props
+    )
+
+
+CONFIGURATIONS = {"loop-weekly": {}}
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return synth_stack(reference)[1]
+
+
+def _machine(template: dict[str, Any]) -> dict[str, Any]:
+    (machine,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::StepFunctions::StateMachine" and "StateMachineName" in r["Properties"]
+    ]
+    return json.loads(with_placeholders(machine["DefinitionString"]))
+
+
+def test_snapshot(template, snapshot):
+    assert normalized(template) == snapshot
+
+
+def test_cfn_lint_clean(template):
+    assert cfn_lint_errors(template) == []
+
+
+def test_definition_passes_the_asl_validator(template, tmp_path):
+    text = json.dumps(_machine(template))
+    for token, value in (
+        ("${AWS::Partition}", "aws"),
+        ("${AWS::Region}", "us-west-2"),
+        ("${AWS::AccountId}", "1" * 12),
+    ):
+        text = text.replace(token, value)
+    path = tmp_path / "loop.json"
+    path.write_text(re.sub(r"\$\{[A-Za-z0-9.]+\}", "resolved", text))
+    done = subprocess.run(
+        ["npx", "--no-install", "asl-validator", "--json-path", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- the decisions, walked -----------------------------------------------------------------------
+
+
+def _path(state: dict[str, Any], path: str) -> Any:
+    value: Any = state
+    for part in path.removeprefix("$.").split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _MISSING
+        value = value[part]
+    return value
+
+
+_MISSING = object()
+
+
+def _holds(rule: dict[str, Any], state: dict[str, Any]) -> bool:
+    """The Choice-rule operators this state machine uses, as the ASL specification defines them."""
+    if "And" in rule:
+        return all(_holds(r, state) for r in rule["And"])
+    if "Or" in rule:
+        return any(_holds(r, state) for r in rule["Or"])
+    value = _path(state, rule["Variable"])
+    if "IsPresent" in rule:
+        return (value is not _MISSING) == rule["IsPresent"]
+    if value is _MISSING:
+        return False
+    ops = {
+        "BooleanEquals": lambda a, b: a is b,
+        "StringEquals": lambda a, b: a == b,
+        "NumericGreaterThan": lambda a, b: a > b,
+        "NumericGreaterThanEquals": lambda a, b: a >= b,
+    }
+    for op, compare in ops.items():
+        if op in rule:
+            return compare(value, rule[op])
+        if op + "Path" in rule:
+            return compare(value, _path(state, rule[op + "Path"]))
+    raise AssertionError(f"an operator the walker does not know: {rule}")
+
+
+def _choose(definition: dict[str, Any], choice: str, state: dict[str, Any]) -> str:
+    spec = definition["States"][choice]
+    for rule in spec["Choices"]:
+        if _holds(rule, state):
+            return str(rule["Next"])
+    return str(spec["Default"])
+
+
+EVALUATION = {
+    "served": {"output_throughput": 900.0, "tokens_per_chunk": 2.8},
+    "required_output_throughput": 945.0,  # 5 % more
+}
+
+
+@pytest.mark.parametrize(
+    ("choice", "state", "expected"),
+    [
+        ("Alone", {"running": {"count": 1}}, "ReadLastCycle"),
+        ("Alone", {"running": {"count": 2}}, "AlreadyRunning"),
+        ("EnoughConversations", {"dataset": {"skip": True}}, "SkippedDecision"),
+        ("EnoughConversations", {"dataset": {"skip": False}}, "ServedHead"),
+        ("JobDone", {"job": {"status": "COMPLETED"}, "polls": {"count": 3}}, "DescribeServedEndpoint"),
+        ("JobDone", {"job": {"status": "FAILED"}, "polls": {"count": 3}}, "JobFailed"),
+        ("JobDone", {"job": {"status": "INPROGRESS"}, "polls": {"count": 3}}, "CountJobPoll"),
+        ("JobDone", {"job": {"status": "INPROGRESS"}, "polls": {"count": 10_000}}, "JobFailed"),
+        (
+            "CandidateInService",
+            {"candidateStatus": {"status": "Creating"}, "polls": {"count": 5}},
+            "CountCandidatePoll",
+        ),
+        (
+            "CandidateInService",
+            {"candidateStatus": {"status": "InService"}, "polls": {"count": 5}},
+            "Evaluate",
+        ),
+        (
+            "CandidateInService",
+            {"candidateStatus": {"status": "Failed"}, "polls": {"count": 5}},
+            "CleanUpCandidate",
+        ),
+        # Faster by more than the margin, acceptance not lower: promote.
+        (
+            "FasterThanServed",
+            {
+                "evaluation": {
+                    **EVALUATION,
+                    "candidate": {"output_throughput": 1000.0, "tokens_per_chunk": 3.1},
+                }
+            },
+            "Promote",
+        ),
+        # Boundary: exactly the required throughput is not faster.
+        (
+            "FasterThanServed",
+            {
+                "evaluation": {
+                    **EVALUATION,
+                    "candidate": {"output_throughput": 945.0, "tokens_per_chunk": 3.1},
+                }
+            },
+            "KeptDecision",
+        ),
+        # Faster but accepting fewer drafted tokens: keep.
+        (
+            "FasterThanServed",
+            {
+                "evaluation": {
+                    **EVALUATION,
+                    "candidate": {"output_throughput": 1000.0, "tokens_per_chunk": 2.7},
+                }
+            },
+            "KeptDecision",
+        ),
+        (
+            "PromotionDone",
+            {
+                "promotion": {"status": "InService", "config": "c1"},
+                "candidate": {"variant": {"ModelName": "c1"}},
+                "polls": {"count": 4},
+            },
+            "ServeNewHead",
+        ),
+        (
+            "PromotionDone",
+            {
+                "promotion": {"status": "InService", "config": "old"},
+                "candidate": {"variant": {"ModelName": "c1"}},
+                "polls": {"count": 4},
+            },
+            "RolledBackDecision",
+        ),
+        (
+            "PromotionDone",
+            {
+                "promotion": {"status": "Updating", "config": "old"},
+                "candidate": {"variant": {"ModelName": "c1"}},
+                "polls": {"count": 4},
+            },
+            "CountPromotePoll",
+        ),
+        (
+            "ServedConfigHasKey",
+            {"servedConfig": {"config": {"KmsKeyId": "arn:aws:kms:..."}}},
+            "CreateCandidateConfigWithKey",
+        ),
+        ("ServedConfigHasKey", {"servedConfig": {"config": {}}}, "CreateCandidateConfig"),
+    ],
+)
+def test_decisions(template, choice, state, expected):
+    assert _choose(_machine(template), choice, state) == expected
+
+
+def test_every_task_after_the_candidate_exists_cleans_it_up(template):
+    states = _machine(template)["States"]
+    for name in ("CreateCandidateEndpoint", "DescribeCandidate", "Evaluate", "DeleteCandidateEndpoint"):
+        assert [c["Next"] for c in states[name]["Catch"]] == ["CleanUpCandidate"], name
+    assert states["CleanUpCandidate"]["Next"] == "CycleFailed"
+
+
+def test_the_promoted_config_keeps_capture_and_the_new_head_is_served_from_ssm(template):
+    states = _machine(template)["States"]
+    params = states["CreateCandidateConfig"]["Parameters"]
+    assert params["DataCaptureConfig.$"] == "$.servedConfig.capture"
+    assert states["ServeNewHead"]["Parameters"]["Name"].endswith("/served-head")
+    models = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Model"]
+    (served,) = [m for m in models if "ModelDataSource" in m["PrimaryContainer"]]
+    uri = served["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
+    assert uri.startswith("{{resolve:ssm:/speculative-infra/") and uri.endswith("/served-head}}")
+
+
+def test_source_model_carries_the_served_head_as_eagle_model(template):
+    params = _machine(template)["States"]["RegisterSourceModel"]["Parameters"]
+    (channel,) = params["PrimaryContainer"]["AdditionalModelDataSources"]
+    assert channel["ChannelName"] == "eagle_model" and channel["S3DataSource"]["S3Uri.$"] == "$.head.uri"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("no-capture", "needs data_capture"),
+        ("not-the-head", "must serve the head's parameter"),
+        ("margin", "margin is 1.5"),
+        ("schedule", "schedule is 'weekly'"),
+    ],
+)
+def test_bad_loops_name_the_problem(change, message):
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    with pytest.raises(ValueError, match=message):
+        if change == "margin":
+            reference(stack, margin=1.5)
+        elif change == "schedule":
+            reference(stack, schedule="weekly")
+        else:
+            first = EagleOptimizationJob(
+                stack,
+                "R1",
+                model_id="Qwen/Qwen3-32B",
+                model_s3_uri="s3://my-models/qwen3-32b/",
+                deployment_instance_type="ml.g7e.2xlarge",
+                wait=False,
+            )
+            head = ServedEagleHead.from_job(stack, "Head", first)
+            speculative = (
+                first.as_speculative_config(num_speculative_tokens=4)
+                if change == "not-the-head"
+                else head.speculative_config(num_speculative_tokens=4)
+            )
+            endpoint = SpeculativeVllmEndpoint(
+                stack,
+                "E",
+                model_id="Qwen/Qwen3-32B",
+                instance_type="ml.g7e.2xlarge",
+                vllm_version="0.15.1",
+                engine={"max_model_len": 4096},
+                speculative=speculative,
+                data_capture=DataCaptureOptions() if change == "not-the-head" else None,
+            )
+            EagleRetrainingLoop(
+                stack, "Loop", endpoint=endpoint, head=head, model_s3_uri="s3://my-models/qwen3-32b/"
+            )
