@@ -7,8 +7,9 @@ Event (from the retraining state machine, or by hand):
      "min_conversations": 200, "max_chars": 32000}
 
 It reads every capture object under the prefix whose last modification falls in [since, until), keeps
-one conversation per distinct request, and writes ``dataset.jsonl`` (ShareGPT) and ``manifest.json``
-under ``output_s3_uri`` with S3-managed encryption, the form the optimization job reads. Below
+one conversation per distinct request, and writes ``data/dataset.jsonl`` (ShareGPT) and
+``manifest.json`` under ``output_s3_uri`` with S3-managed encryption. The dataset's folder holds the
+dataset only: the optimization job and the evaluation read every object under it. Below
 ``min_conversations`` it writes only the manifest and answers ``{"skip": true}``.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from .build import DatasetBuild
 
-DATASET, MANIFEST = "dataset.jsonl", "manifest.json"
+DATASET, MANIFEST = "data/dataset.jsonl", "manifest.json"
 
 
 class DatasetInputError(ValueError):
@@ -90,7 +91,7 @@ def build_dataset(event: dict[str, Any], s3: Any) -> dict[str, Any]:
     return {
         "skip": skip,
         "conversations": manifest["conversations"],
-        "dataset_s3_uri": f"s3://{out_bucket}/{out_prefix}" if not skip else None,
+        "dataset_s3_uri": f"s3://{out_bucket}/{out_prefix}data/" if not skip else None,
         "manifest_s3_uri": f"s3://{out_bucket}/{out_prefix}{MANIFEST}",
     }
 

@@ -37,7 +37,12 @@ from speculative_infra.constructs.execution_role import (
 )
 from speculative_infra.constructs.image import image_uri, repository_arn
 from speculative_infra.constructs.nag import acknowledge
-from speculative_infra.constructs.policies import INVOKE_ACTIONS, read_prefix_statements
+from speculative_infra.constructs.policies import (
+    INVOKE_ACTIONS,
+    read_prefix_statements,
+    sagemaker_log_group_arn,
+    write_logs_statement,
+)
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 from speculative_infra.spec import SpeculativeConfig
 
@@ -57,14 +62,18 @@ class ServedEagleHead(Construct):
         heads_bucket: s3.IBucket,
         heads_prefix: str,
         initial_s3_uri: str,
+        initial_ready: bool = True,
     ) -> None:
         """
         :param heads_bucket: where the heads live (the initial one and those the loop trains).
         :param heads_prefix: the prefix under which every head lives (the endpoint's role reads it).
         :param initial_s3_uri: the head served before the first promotion.
+        :param initial_ready: whether that head exists when the endpoint deploys (false: a job that does
+            not wait; the endpoint then warns, as with a TrainedDraft). Default: true.
         """
         super().__init__(scope, construct_id)
         self.heads_bucket = heads_bucket
+        self.initial_ready = initial_ready
         self.heads_prefix = heads_prefix if heads_prefix.endswith("/") else heads_prefix + "/"
         # A literal name: a CloudFormation dynamic reference must name the parameter as written.
         self.parameter_name = f"/speculative-infra/{Names.unique_id(self)}/served-head"
@@ -85,6 +94,7 @@ class ServedEagleHead(Construct):
             heads_bucket=job.output_bucket,
             heads_prefix=job.output_root,
             initial_s3_uri=job.draft_s3_uri,
+            initial_ready=job.wait,
         )
         head.node.add_dependency(job.resource)
         return head
@@ -107,7 +117,7 @@ class ServedEagleHead(Construct):
             bucket=self.heads_bucket,
             key_prefix=self.heads_prefix,
             job=self.parameter,
-            waits_for_completion=True,
+            waits_for_completion=self.initial_ready,
             location=f"{{{{resolve:ssm:{self.parameter_name}}}}}",
         )
 
@@ -181,8 +191,20 @@ class EagleRetrainingLoop(Construct):
         poll = job_poll_interval or Duration.minutes(10)
         runtime = job_max_runtime or Duration.hours(8)
         run_timeout = timeout or Duration.hours(24)
-        if runtime.to_seconds() >= run_timeout.to_seconds():
-            raise ValueError(f"{self.node.path}: job_max_runtime must be shorter than timeout")
+        if getattr(endpoint, "security_groups", None) or getattr(
+            endpoint.model, "enable_network_isolation", None
+        ):
+            raise ValueError(
+                f"{self.node.path}: the loop's candidate and control endpoints copy the served model's image, "
+                "environment and role, not its VPC or network isolation; an endpoint with either is not supported"
+            )
+        # The job, then two endpoints to start (up to 90 minutes), the measurement and a blue/green update
+        # (up to 3 hours): a cycle must not time out in the middle of a promotion.
+        if run_timeout.to_seconds() < runtime.to_seconds() + 5 * 3600:
+            raise ValueError(
+                f"{self.node.path}: timeout must be at least job_max_runtime + 5 hours "
+                f"({int((runtime.to_seconds() + 5 * 3600) // 3600)} h), got {run_timeout.to_seconds() / 3600:g} h"
+            )
         self.endpoint_name: str = endpoint.endpoint_name
         self._endpoint_instance_type: str = endpoint.resolved.spec.instance_type
         self._endpoint_role_arn: str = endpoint.role.role_arn
@@ -261,7 +283,7 @@ class EagleRetrainingLoop(Construct):
         definition = self._definition(
             dataset_fn=dataset_fn,
             evaluate_fn=evaluate_fn,
-            capture_uri=capture_bucket.uri,
+            capture_uri=f"{capture_bucket.uri}{endpoint.endpoint_name}/",  # this endpoint's captures only
             bucket=bucket,
             work=work,
             target=target,
@@ -331,9 +353,14 @@ class EagleRetrainingLoop(Construct):
         def call(
             id_: str, service: str, action: str, params: dict[str, Any], resources: list[str], **more: Any
         ) -> tasks.CallAwsService:
-            return tasks.CallAwsService(
+            task = tasks.CallAwsService(
                 self, id_, service=service, action=action, parameters=params, iam_resources=resources, **more
             )
+            # Throttling and transient service errors: three tries with backoff before any Catch applies.
+            task.add_retry(
+                errors=["States.TaskFailed"], max_attempts=3, interval=Duration.seconds(5), backoff_rate=3
+            )
+            return task
 
         start = sfn.Pass(
             self,
@@ -541,6 +568,9 @@ class EagleRetrainingLoop(Construct):
         patch = sfn.Pass(
             self, "CandidateVariant", parameters={"ModelName.$": candidate}, result_path="$.candidatePatch"
         )
+        config_name = sfn.Pass(
+            self, "CandidateConfigName", parameters={"name.$": candidate}, result_path="$.candidateConfig"
+        )
         merged = sfn.Pass(
             self,
             "MergeVariant",
@@ -581,6 +611,26 @@ class EagleRetrainingLoop(Construct):
             [self._arn("endpoint", f"{self.prefix}-*"), self._arn("endpoint-config", f"{self.prefix}-*")],
             result_path=sfn.JsonPath.DISCARD,
         )
+        # A control endpoint on the served config: both measured idle, side by side, so production traffic on
+        # the served endpoint does not make the candidate look faster than it is.
+        control = f"States.Format('{self.prefix}-b-{{}}', $.cycle.id)"
+        create_control = call(
+            "CreateControlEndpoint",
+            sm,
+            "createEndpoint",
+            {"EndpointName.$": control, "EndpointConfigName.$": "$.served.config"},
+            [self._arn("endpoint", f"{self.prefix}-*"), self._arn("endpoint-config", "*")],
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        describe_control = call(
+            "DescribeControl",
+            sm,
+            "describeEndpoint",
+            {"EndpointName.$": control},
+            [self._arn("endpoint", f"{self.prefix}-*")],
+            result_selector={"status.$": "$.EndpointStatus"},
+            result_path="$.controlStatus",
+        )
         polls_candidate = sfn.Pass(self, "CandidatePolls", parameters={"count": 0}, result_path="$.polls")
         wait_candidate = sfn.Wait(self, "WaitForCandidate", time=sfn.WaitTime.duration(Duration.minutes(1)))
         describe_candidate = call(
@@ -604,7 +654,9 @@ class EagleRetrainingLoop(Construct):
             lambda_function=kw["evaluate_fn"],
             payload=sfn.TaskInput.from_object(
                 {
-                    "served": self.endpoint_name,
+                    "served": sfn.JsonPath.format(
+                        f"{self.prefix}-b-{{}}", sfn.JsonPath.string_at("$.cycle.id")
+                    ),
                     "candidate": sfn.JsonPath.format(
                         f"{self.prefix}-c-{{}}", sfn.JsonPath.string_at("$.cycle.id")
                     ),
@@ -628,6 +680,14 @@ class EagleRetrainingLoop(Construct):
             [self._arn("endpoint", f"{self.prefix}-*")],
             result_path=sfn.JsonPath.DISCARD,
         )
+        delete_control = call(
+            "DeleteControlEndpoint",
+            sm,
+            "deleteEndpoint",
+            {"EndpointName.$": control},
+            [self._arn("endpoint", f"{self.prefix}-*")],
+            result_path=sfn.JsonPath.DISCARD,
+        )
         cleanup = call(
             "CleanUpCandidate",
             sm,
@@ -636,9 +696,29 @@ class EagleRetrainingLoop(Construct):
             [self._arn("endpoint", f"{self.prefix}-*")],
             result_path=sfn.JsonPath.DISCARD,
         )
+        cleanup_control = call(
+            "CleanUpControl",
+            sm,
+            "deleteEndpoint",
+            {"EndpointName.$": control},
+            [self._arn("endpoint", f"{self.prefix}-*")],
+            result_path=sfn.JsonPath.DISCARD,
+        )
         cycle_failed = sfn.Fail(self, "CycleFailed", error="CycleFailed", cause_path="$.error.Cause")
-        cleanup.add_catch(cycle_failed, errors=["States.ALL"], result_path="$.cleanupError")
-        cleanup.next(cycle_failed)
+        # Each deletion is tried (with retries) whatever the other did; the cycle then fails with its cause.
+        cleanup.add_catch(cleanup_control, errors=["States.ALL"], result_path="$.cleanupError")
+        cleanup_control.add_catch(cycle_failed, errors=["States.ALL"], result_path="$.cleanupError")
+        cleanup.next(cleanup_control).next(cycle_failed)
+        not_in_service = sfn.Pass(
+            self,
+            "CandidateOrControlNotInService",
+            parameters={
+                "Error": "EndpointNotInService",
+                "Cause": "the candidate or control endpoint failed or did not reach InService within 90 minutes",
+            },
+            result_path="$.error",
+        )
+        not_in_service.next(cleanup)
 
         deployment: dict[str, Any] = {
             "BlueGreenUpdatePolicy": {
@@ -670,7 +750,11 @@ class EagleRetrainingLoop(Construct):
             "describeEndpoint",
             {"EndpointName": self.endpoint_name},
             [self._endpoint_arn()],
-            result_selector={"status.$": "$.EndpointStatus", "config.$": "$.EndpointConfigName"},
+            result_selector={
+                "status.$": "$.EndpointStatus",
+                "config.$": "$.EndpointConfigName",
+                "describe.$": "$",
+            },
             result_path="$.promotion",
         )
         count_promote = sfn.Pass(
@@ -762,9 +846,12 @@ class EagleRetrainingLoop(Construct):
             )
         after_candidate: list[sfn.TaskStateBase] = [
             create_candidate,
+            create_control,
             describe_candidate,
+            describe_control,
             evaluate,
             delete_candidate,
+            delete_control,
         ]
         for task in after_candidate:
             task.add_catch(cleanup, result_path="$.error")
@@ -805,7 +892,7 @@ class EagleRetrainingLoop(Construct):
                         sfn.Condition.and_(
                             sfn.Condition.string_equals("$.promotion.status", "InService"),
                             sfn.Condition.string_equals_json_path(
-                                "$.promotion.config", "$.candidate.variant.ModelName"
+                                "$.promotion.config", "$.candidateConfig.name"
                             ),
                         ),
                         put_head.next(promoted),
@@ -822,9 +909,15 @@ class EagleRetrainingLoop(Construct):
                         ),
                     )
                     .when(
-                        sfn.Condition.string_equals("$.promotion.status", "Failed"),
+                        sfn.Condition.or_(
+                            sfn.Condition.string_equals("$.promotion.status", "Failed"),
+                            sfn.Condition.string_equals("$.promotion.status", "UpdateRollbackFailed"),
+                        ),
                         sfn.Fail(
-                            self, "PromotionFailed", error="PromotionFailed", cause="UpdateEndpoint failed"
+                            self,
+                            "PromotionFailed",
+                            error="PromotionFailed",
+                            cause="UpdateEndpoint failed and the endpoint is not in service: see its FailureReason",
                         ),
                     )
                     .otherwise(count_promote.next(wait_promote))
@@ -835,11 +928,20 @@ class EagleRetrainingLoop(Construct):
         candidate_ready = (
             sfn.Choice(self, "CandidateInService")
             .when(
-                sfn.Condition.string_equals("$.candidateStatus.status", "InService"),
-                evaluate.next(delete_candidate).next(decide),
+                sfn.Condition.and_(
+                    sfn.Condition.string_equals("$.candidateStatus.status", "InService"),
+                    sfn.Condition.string_equals("$.controlStatus.status", "InService"),
+                ),
+                evaluate.next(delete_candidate).next(delete_control).next(decide),
             )
-            .when(sfn.Condition.string_equals("$.candidateStatus.status", "Failed"), cleanup)
-            .when(sfn.Condition.number_greater_than("$.polls.count", 90), cleanup)
+            .when(
+                sfn.Condition.or_(
+                    sfn.Condition.string_equals("$.candidateStatus.status", "Failed"),
+                    sfn.Condition.string_equals("$.controlStatus.status", "Failed"),
+                ),
+                not_in_service,
+            )
+            .when(sfn.Condition.number_greater_than("$.polls.count", 90), not_in_service)
             .otherwise(count_candidate.next(wait_candidate))
         )
         key_choice = (
@@ -848,9 +950,11 @@ class EagleRetrainingLoop(Construct):
             .otherwise(config_without_key)
         )
         after_config = (
-            create_candidate.next(polls_candidate)
+            create_candidate.next(create_control)
+            .next(polls_candidate)
             .next(wait_candidate)
             .next(describe_candidate)
+            .next(describe_control)
             .next(candidate_ready)
         )
         config_with_key.next(after_config)
@@ -863,6 +967,7 @@ class EagleRetrainingLoop(Construct):
                 .next(served_model)
                 .next(candidate_model)
                 .next(patch)
+                .next(config_name)
                 .next(merged)
                 .next(key_choice),
             )
@@ -935,6 +1040,13 @@ class EagleRetrainingLoop(Construct):
         acknowledge_execution_permissions(role, [target, heads])
         role.add_to_policy(
             iam.PolicyStatement(actions=["s3:PutObject"], resources=[bucket.arn_for_objects(f"{work}*")])
+        )
+        role.add_to_policy(write_logs_statement([sagemaker_log_group_arn("*")]))
+        acknowledge(
+            role,
+            "IAM5",
+            "SageMaker names the job's log streams at run time under /aws/sagemaker/.",
+            resource=sagemaker_log_group_arn("*"),
         )
         if bucket.encryption_key is not None:
             bucket.encryption_key.grant(role, "kms:Decrypt", "kms:GenerateDataKey")

@@ -111,8 +111,8 @@ def _holds(rule: dict[str, Any], state: dict[str, Any]) -> bool:
     value = _path(state, rule["Variable"])
     if "IsPresent" in rule:
         return (value is not _MISSING) == rule["IsPresent"]
-    if value is _MISSING:
-        return False
+    if value is _MISSING:  # Step Functions fails the execution on a missing variable: so does the walker
+        raise AssertionError(f"{rule['Variable']} is not in the state: the execution would fail here")
     ops = {
         "BooleanEquals": lambda a, b: a is b,
         "StringEquals": lambda a, b: a == b,
@@ -123,7 +123,10 @@ def _holds(rule: dict[str, Any], state: dict[str, Any]) -> bool:
         if op in rule:
             return compare(value, rule[op])
         if op + "Path" in rule:
-            return compare(value, _path(state, rule[op + "Path"]))
+            other = _path(state, rule[op + "Path"])
+            if other is _MISSING:
+                raise AssertionError(f"{rule[op + 'Path']} is not in the state")
+            return compare(value, other)
     raise AssertionError(f"an operator the walker does not know: {rule}")
 
 
@@ -154,18 +157,39 @@ EVALUATION = {
         ("JobDone", {"job": {"status": "INPROGRESS"}, "polls": {"count": 10_000}}, "JobFailed"),
         (
             "CandidateInService",
-            {"candidateStatus": {"status": "Creating"}, "polls": {"count": 5}},
+            {
+                "candidateStatus": {"status": "InService"},
+                "controlStatus": {"status": "Creating"},
+                "polls": {"count": 5},
+            },
             "CountCandidatePoll",
         ),
         (
             "CandidateInService",
-            {"candidateStatus": {"status": "InService"}, "polls": {"count": 5}},
+            {
+                "candidateStatus": {"status": "InService"},
+                "controlStatus": {"status": "InService"},
+                "polls": {"count": 5},
+            },
             "Evaluate",
         ),
         (
             "CandidateInService",
-            {"candidateStatus": {"status": "Failed"}, "polls": {"count": 5}},
-            "CleanUpCandidate",
+            {
+                "candidateStatus": {"status": "Creating"},
+                "controlStatus": {"status": "Failed"},
+                "polls": {"count": 5},
+            },
+            "CandidateOrControlNotInService",
+        ),
+        (
+            "CandidateInService",
+            {
+                "candidateStatus": {"status": "Creating"},
+                "controlStatus": {"status": "Creating"},
+                "polls": {"count": 91},
+            },
+            "CandidateOrControlNotInService",
         ),
         # Faster by more than the margin, acceptance not lower: promote.
         (
@@ -200,11 +224,13 @@ EVALUATION = {
             },
             "KeptDecision",
         ),
+        # The endpoint runs the candidate's config (named apart from its model): promoted.
         (
             "PromotionDone",
             {
-                "promotion": {"status": "InService", "config": "c1"},
-                "candidate": {"variant": {"ModelName": "c1"}},
+                "promotion": {"status": "InService", "config": "cfg-1"},
+                "candidateConfig": {"name": "cfg-1"},
+                "candidate": {"variant": {"ModelName": "model-1"}},
                 "polls": {"count": 4},
             },
             "ServeNewHead",
@@ -213,7 +239,7 @@ EVALUATION = {
             "PromotionDone",
             {
                 "promotion": {"status": "InService", "config": "old"},
-                "candidate": {"variant": {"ModelName": "c1"}},
+                "candidateConfig": {"name": "cfg-1"},
                 "polls": {"count": 4},
             },
             "RolledBackDecision",
@@ -222,10 +248,19 @@ EVALUATION = {
             "PromotionDone",
             {
                 "promotion": {"status": "Updating", "config": "old"},
-                "candidate": {"variant": {"ModelName": "c1"}},
+                "candidateConfig": {"name": "cfg-1"},
                 "polls": {"count": 4},
             },
             "CountPromotePoll",
+        ),
+        (
+            "PromotionDone",
+            {
+                "promotion": {"status": "UpdateRollbackFailed", "config": "old"},
+                "candidateConfig": {"name": "cfg-1"},
+                "polls": {"count": 4},
+            },
+            "PromotionFailed",
         ),
         (
             "ServedConfigHasKey",
@@ -241,9 +276,57 @@ def test_decisions(template, choice, state, expected):
 
 def test_every_task_after_the_candidate_exists_cleans_it_up(template):
     states = _machine(template)["States"]
-    for name in ("CreateCandidateEndpoint", "DescribeCandidate", "Evaluate", "DeleteCandidateEndpoint"):
+    for name in (
+        "CreateCandidateEndpoint",
+        "CreateControlEndpoint",
+        "DescribeCandidate",
+        "DescribeControl",
+        "Evaluate",
+        "DeleteCandidateEndpoint",
+        "DeleteControlEndpoint",
+    ):
         assert [c["Next"] for c in states[name]["Catch"]] == ["CleanUpCandidate"], name
-    assert states["CleanUpCandidate"]["Next"] == "CycleFailed"
+    assert states["CleanUpCandidate"]["Next"] == "CleanUpControl"
+    assert states["CleanUpControl"]["Next"] == "CycleFailed"
+    assert states["CandidateOrControlNotInService"]["Next"] == "CleanUpCandidate"
+    # Every AWS call retries before a Catch applies.
+    calls = [v for v in states.values() if v["Type"] == "Task" and ":aws-sdk:" in json.dumps(v["Resource"])]
+    assert calls and all(t.get("Retry") for t in calls)
+
+
+def test_the_state_machine_may_do_each_call_it_makes(template):
+    statements = [
+        st
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Policy" and k.startswith("LoopStateMachineRole")
+        for st in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    actions = {
+        a.lower()
+        for st in statements
+        for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"])
+    }
+    for needed in (
+        "states:listexecutions",
+        "sagemaker:createoptimizationjob",
+        "sagemaker:createendpoint",
+        "sagemaker:updateendpoint",
+        "sagemaker:deleteendpoint",
+        "ssm:putparameter",
+        "iam:passrole",
+        "lambda:invokefunction",
+    ):
+        assert needed in actions, needed
+    assert not any(a.endswith(":*") for a in actions)
+    list_executions = next(st for st in statements if "listexecutions" in json.dumps(st["Action"]).lower())
+    assert ":stateMachine:speculative-infra-" in json.dumps(list_executions["Resource"])
+
+
+def test_the_evaluation_compares_two_idle_endpoints(template):
+    states = _machine(template)["States"]
+    assert states["CreateControlEndpoint"]["Parameters"]["EndpointConfigName.$"] == "$.served.config"
+    payload = states["Evaluate"]["Parameters"]["Payload"]
+    assert "-b-" in payload["served.$"] and "-c-" in payload["candidate.$"]
 
 
 def test_the_promoted_config_keeps_capture_and_the_new_head_is_served_from_ssm(template):

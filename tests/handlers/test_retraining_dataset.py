@@ -109,8 +109,8 @@ def _event(**changes: Any) -> dict[str, Any]:
 def test_handler_writes_the_dataset_and_its_manifest(s3):
     result = handler.handler(_event(), None, s3=s3)
     assert result["skip"] is False and result["conversations"] == 4
-    assert result["dataset_s3_uri"] == f"s3://{BUCKET}/datasets/cycle-1/"
-    dataset = s3.get_object(Bucket=BUCKET, Key="datasets/cycle-1/dataset.jsonl")
+    assert result["dataset_s3_uri"] == f"s3://{BUCKET}/datasets/cycle-1/data/"
+    dataset = s3.get_object(Bucket=BUCKET, Key="datasets/cycle-1/data/dataset.jsonl")
     assert dataset["ServerSideEncryption"] == "AES256"
     assert len(dataset["Body"].read().decode().splitlines()) == 4
     manifest = json.loads(s3.get_object(Bucket=BUCKET, Key="datasets/cycle-1/manifest.json")["Body"].read())
@@ -169,3 +169,16 @@ def test_the_folder_runs_alone_as_a_lambda_asset(tmp_path: Path) -> None:
         "assert callable(h.handler)\n"
     )
     subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True, timeout=60)
+
+
+def test_the_dataset_folder_reads_as_the_evaluation_and_the_job_read_it(s3, s3_server, monkeypatch):
+    """Every object under dataset_s3_uri is read (the engine, the optimization job): only the dataset."""
+    from speculative_infra.benchmark.config import DatasetConfig
+    from speculative_infra.benchmark.datasets import load_dataset
+
+    result = handler.handler(_event(output_s3_uri=f"s3://{BUCKET}/datasets/cycle-3/"), None, s3=s3)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="datasets/cycle-3/data/")["Contents"]]
+    assert keys == ["datasets/cycle-3/data/dataset.jsonl"]
+    prompts = load_dataset(DatasetConfig(path=result["dataset_s3_uri"], format="sharegpt"))
+    assert len(prompts) == 4
