@@ -781,7 +781,8 @@ class EagleRetrainingLoop(Construct):
                 {
                     "Bucket": bucket.bucket_name,
                     "Key.$": f"States.Format('{work}{{}}/cycle.json', $.cycle.id)",
-                    "Body.$": "$",
+                    "Body.$": "States.JsonToString($)",
+                    "ContentType": "application/json",
                     "ServerSideEncryption": "AES256",
                 },
                 [bucket.arn_for_objects(f"{work}*")],
