@@ -313,6 +313,13 @@ class EagleRetrainingLoop(Construct):
             comment=f"speculative-infra EAGLE retraining for {endpoint.node.path}",
         )
         self._grant_machine(self.state_machine.role, endpoint, bucket, work)
+        # Keys: the endpoint's volume key is used again by the candidate and control endpoints (their config
+        # copies it); a KMS-encrypted heads bucket is read and written by both functions and the job.
+        if getattr(endpoint, "kms_key", None) is not None:
+            endpoint.kms_key.grant(self.state_machine, "kms:CreateGrant", "kms:DescribeKey")
+        if bucket.encryption_key is not None:
+            for fn in (dataset_fn, evaluate_fn):
+                bucket.encryption_key.grant(fn, "kms:Decrypt", "kms:GenerateDataKey")
         for fn in (dataset_fn, evaluate_fn):
             acknowledge(
                 self.state_machine,

@@ -269,6 +269,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         download_default, startup_default = default_timeouts(self.resolved)
         host = self.resolved.host
         self.variant_name = VARIANT_NAME
+        self.kms_key = kms_key  # the ML storage volume's key (also what a copy of the config needs)
         self.capture_destination: CaptureDestination | None = None
         capture_config = None
         if self.data_capture is not None:

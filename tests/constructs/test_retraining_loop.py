@@ -390,3 +390,47 @@ def test_bad_loops_name_the_problem(change, message):
             EagleRetrainingLoop(
                 stack, "Loop", endpoint=endpoint, head=head, model_s3_uri="s3://my-models/qwen3-32b/"
             )
+
+
+def test_keys_are_granted_where_the_cycle_uses_them():
+    from aws_cdk import aws_kms as kms
+
+    def build(stack):
+        key = kms.Key(stack, "VolumeKey", enable_key_rotation=True)
+        heads_key = kms.Key(stack, "HeadsKey", enable_key_rotation=True)
+        first = EagleOptimizationJob(
+            stack,
+            "Round1",
+            model_id="Qwen/Qwen3-32B",
+            model_s3_uri="s3://my-models/qwen3-32b/",
+            deployment_instance_type="ml.g7e.2xlarge",
+            wait=False,
+            kms_key=heads_key,
+        )
+        head = ServedEagleHead.from_job(stack, "Head", first)
+        endpoint = SpeculativeVllmEndpoint(
+            stack,
+            "Qwen3",
+            model_id="Qwen/Qwen3-32B",
+            instance_type="ml.g7e.2xlarge",
+            vllm_version="0.15.1",
+            engine={"max_model_len": 4096, "max_num_seqs": 64},
+            kms_key=key,
+            speculative=head.speculative_config(num_speculative_tokens=4),
+            data_capture=DataCaptureOptions(),
+        )
+        EagleRetrainingLoop(
+            stack, "Loop", endpoint=endpoint, head=head, model_s3_uri="s3://my-models/qwen3-32b/"
+        )
+
+    _, data = synth_stack(build)
+    policies = {
+        k: v["Properties"]["PolicyDocument"]["Statement"]
+        for k, v in data["Resources"].items()
+        if v["Type"] == "AWS::IAM::Policy"
+    }
+    machine = next(v for k, v in policies.items() if k.startswith("LoopStateMachineRole"))
+    assert any("kms:CreateGrant" in json.dumps(st["Action"]) for st in machine)
+    for prefix in ("LoopDatasetFunctionRole", "LoopEvaluateFunctionRole"):
+        statements = next(v for k, v in policies.items() if k.startswith(prefix))
+        assert any("kms:Decrypt" in json.dumps(st["Action"]) for st in statements), prefix
