@@ -296,3 +296,36 @@ def test_documented_model_fields_reach_the_memory_model():
     assert windowed.kv_mib(131072) < 0.6 * plain.kv_mib(131072)  # half the layers hold 128 tokens
     # Only the experts are MXFP4: the other 1.79 B parameters count at bf16 width.
     assert plan(quantized_parameters_billion=19.11).weights_mib > plain.weights_mib
+
+
+# --- the batch transform host (mutation testing's survivors) --------------------------------------
+
+
+def test_batch_host_prefers_the_newest_driver_that_fits_whatever_the_names():
+    from speculative_infra.catalog import load_catalog
+    from speculative_infra.host_fit import choose_batch_host
+
+    cat = load_catalog()
+    real = cat.batch_amis["al2-ami-sagemaker-batch-gpu-535"]
+    # Names sorted the other way round from drivers: only the driver order picks the 580 image.
+    amis = {"a-batch-535": real, "z-batch-580": real.model_copy(update={"driver": 580, "cuda": "13.0"})}
+    fake = cat.model_copy(update={"batch_amis": amis})
+    instance = cat.instance_type("ml.g6e.2xlarge")
+    container = cat.container("vllm", "0.15.1")
+    choice = choose_batch_host(fake, instance, container)
+    assert (choice.inference_ami_version, choice.fits) == ("z-batch-580", True)
+    assert "driver 580" in choice.reason and instance.gpu_name in choice.reason
+
+
+def test_batch_host_names_the_newest_image_when_none_fits():
+    from speculative_infra.catalog import load_catalog
+    from speculative_infra.host_fit import choose_batch_host
+
+    cat = load_catalog()
+    # Blackwell (g7e) needs R570 or later: neither batch image (470, 535) drives it.
+    choice = choose_batch_host(cat, cat.instance_type("ml.g7e.2xlarge"), cat.container("vllm", "0.15.1"))
+    assert (choice.inference_ami_version, choice.fits) == ("al2-ami-sagemaker-batch-gpu-535", False)
+    assert "none in the catalog fits" in choice.reason
+    unknown = choose_batch_host(cat, None, cat.container("vllm", "0.15.1"))
+    assert (unknown.inference_ami_version, unknown.fits) == ("al2-ami-sagemaker-batch-gpu-535", False)
+    assert "no known instance" in unknown.reason
