@@ -37,8 +37,9 @@ class ServingWorkload:
 
     def __post_init__(self) -> None:
         for name in ("daily_output_tokens", "output_tokens_per_second"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} is {getattr(self, name)}; allowed: a number > 0")
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name} is {value}; allowed: a finite number > 0")
         for name in ("real_time_min_instances", "async_wakes_per_day", "batch_jobs_per_day"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} is {getattr(self, name)}; allowed: 1 or more")
@@ -102,11 +103,21 @@ def compare_serving_costs(
         )
         for mode, hours, note in modes
     ]
-    return sorted(costs, key=lambda c: (c.usd_per_day is None, c.usd_per_day or 0.0, c.mode))
+    # Cheapest first; without a price, fewest instance-hours first (the same order at any one rate).
+    return sorted(
+        costs,
+        key=lambda c: (
+            c.instance_hours_per_day is None,
+            c.usd_per_day or 0.0,
+            c.instance_hours_per_day or 0.0,
+            c.mode,
+        ),
+    )
 
 
 def throughput_from_results(results: dict[str, object]) -> float:
-    """The best output throughput (tokens/s) a `speculative-infra bench` results file measured."""
+    """The best output throughput (tokens/s) a `speculative-infra bench` results file measured, per instance
+    (divided by the run's ``cost.instance_count``)."""
     levels = results.get("levels")
     if not isinstance(levels, list):
         raise ValueError("the results file has no levels (is it a `speculative-infra bench` results.json?)")
@@ -114,4 +125,10 @@ def throughput_from_results(results: dict[str, object]) -> float:
     measured = [float(v) for v in values if isinstance(v, (int, float)) and v > 0]
     if not measured:
         raise ValueError("the results file has no level with a measured output_throughput")
-    return max(measured)
+    cost = results.get("cost")
+    instances = cost.get("instance_count", 1) if isinstance(cost, dict) else 1
+    if not isinstance(instances, int) or instances < 1:
+        raise ValueError(
+            f"the results file's cost.instance_count is {instances!r}; expected a positive integer"
+        )
+    return max(measured) / instances

@@ -93,7 +93,9 @@ def test_bad_workloads_name_the_field(kwargs, message):
 
 def test_throughput_from_a_results_file():
     results = json.loads((REPO / "tests/benchmark/fixtures/results_v1.json").read_text())
-    assert throughput_from_results(results) == pytest.approx(98.68421052631697)
+    # The fixture measured two instances: per instance, half its best level.
+    assert results["cost"]["instance_count"] == 2
+    assert throughput_from_results(results) == pytest.approx(98.68421052631697 / 2)
     with pytest.raises(ValueError, match="no levels"):
         throughput_from_results({"schema_version": 1})
 
@@ -115,7 +117,7 @@ def test_check_cli_prints_the_comparison(run_cli):
         str(REPO / "tests/benchmark/fixtures/results_v1.json"),
     )
     data = json.loads(out)
-    assert data["serving_costs"]["output_tokens_per_second"] == pytest.approx(98.68421052631697)
+    assert data["serving_costs"]["output_tokens_per_second"] == pytest.approx(98.68421052631697 / 2)
     assert [m["mode"] for m in data["serving_costs"]["modes"]][-1] == "batch"
 
 
@@ -125,6 +127,7 @@ def test_check_cli_prints_the_comparison(run_cli):
         (["--daily-tokens", "5e7"], "needs one of --throughput or --benchmark-results"),
         (["--throughput", "900"], "need --daily-tokens"),
         (["--daily-tokens", "-1", "--throughput", "900"], "daily_output_tokens is -1"),
+        (["--daily-tokens", "inf", "--throughput", "900"], "allowed: a finite number > 0"),
         (["--daily-tokens", "5e7", "--benchmark-results", "/nonexistent.json"], "cannot read it as JSON"),
     ],
 )

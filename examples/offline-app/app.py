@@ -59,6 +59,7 @@ def build_app(outdir: str | None = None) -> cdk.App:
         scaling={"min_capacity": 0, "max_capacity": 2},
         async_inference=AsyncInferenceOptions(
             output_s3_uri="s3://my-answers/async/",
+            input_s3_uri="s3://my-requests/async/",
             failure_s3_uri="s3://my-answers/async-failed/",
             success_topic=done,
             error_topic=done,

@@ -21,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.policies import read_prefix_statements
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 from speculative_infra.spec import ScalingOptions
 
@@ -32,6 +33,8 @@ class AsyncInferenceOptions:
     """Serve with InvokeEndpointAsync: requests queue, answers land in S3.
 
     :param output_s3_uri: where answers are written (``s3://bucket/prefix/``).
+    :param input_s3_uri: where callers put the request payloads they name in InvokeEndpointAsync's
+        InputLocation; SageMaker reads them with the endpoint's role, which may read only there.
     :param failure_s3_uri: where failed requests' errors are written. Default: none (errors go to the
         output location's ``.out`` files' siblings as SageMaker decides; give one to keep them apart).
     :param success_topic: SNS topic told of each answer. Default: none.
@@ -43,6 +46,7 @@ class AsyncInferenceOptions:
     """
 
     output_s3_uri: str
+    input_s3_uri: str
     failure_s3_uri: str | None = None
     success_topic: sns.ITopic | None = None
     error_topic: sns.ITopic | None = None
@@ -51,6 +55,7 @@ class AsyncInferenceOptions:
 
     def __post_init__(self) -> None:
         parse_s3_uri(self.output_s3_uri, "async_inference.output_s3_uri")
+        parse_s3_uri(self.input_s3_uri, "async_inference.input_s3_uri")
         if self.failure_s3_uri is not None:
             parse_s3_uri(self.failure_s3_uri, "async_inference.failure_s3_uri")
         value = self.max_concurrent_invocations_per_instance
@@ -102,9 +107,26 @@ def grant_async_outputs(role: iam.IRole, options: AsyncInferenceOptions) -> None
             "Answers of the asynchronous endpoint, under its output prefixes only.",
             resource=obj,
         )
-    topics = [t.topic_arn for t in (options.success_topic, options.error_topic) if t is not None]
+    requests = parse_s3_uri(options.input_s3_uri, "async_inference.input_s3_uri")
+    for statement in read_prefix_statements(requests):
+        role.add_to_principal_policy(statement)
+    acknowledge(
+        role,
+        "IAM5",
+        "Request payloads of the asynchronous endpoint, under its input prefix only.",
+        resource=requests.object_arn_pattern(Aws.PARTITION),
+    )
+    topics = {id(t): t for t in (options.success_topic, options.error_topic) if t is not None}.values()
     if topics:
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=topics))
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sns:Publish"], resources=[t.topic_arn for t in topics])
+        )
+    for topic in topics:
+        key = getattr(topic, "master_key", None)
+        if key is not None:  # publishing to an encrypted topic uses its key (named actions, no wildcard)
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn])
+            )
     if options.kms_key is not None:
         # S3 server-side encryption of the answers with this key: data keys to encrypt, decrypt for
         # multipart uploads. Named actions (no kms:GenerateDataKey* wildcard).

@@ -28,6 +28,7 @@ from constructs import Construct
 from speculative_infra.catalog import load_catalog
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.policies import sagemaker_log_group_arn, write_logs_statement
 from speculative_infra.constructs.vllm_model import SpeculativeVllmModel
 from speculative_infra.s3_uri import parse_s3_uri
 from speculative_infra.spec import EngineArgs, SpeculativeConfig
@@ -105,6 +106,11 @@ class BatchInference(Construct):
         super().__init__(scope, construct_id)
         self.input = parse_s3_uri(input_s3_uri, "input_s3_uri")
         self.output = parse_s3_uri(output_s3_uri, "output_s3_uri")
+        if any(c in self.output.uri for c in "'{}\\"):
+            raise ValueError(
+                f"{self.node.path}: output_s3_uri {output_s3_uri!r} has a quote, brace or backslash; allowed: letters, "
+                "digits and / - _ . (it is written into the state machine's States.Format)"
+            )
         limits = load_catalog().sagemaker.transform_limits
         if not 1 <= max_payload_mb <= limits.max_payload_mb:
             raise ValueError(
@@ -212,6 +218,11 @@ class BatchInference(Construct):
         if schedule is not None:
             self._add_schedule(schedule)
         if start_on_upload:
+            if self.output.bucket == self.input.bucket and self.output.key.startswith(self.input.key):
+                raise ValueError(
+                    f"{self.node.path}: output_s3_uri is under input_s3_uri with start_on_upload: each answer file "
+                    "would start another run; put the answers elsewhere"
+                )
             self._add_upload_trigger()
         CfnOutput(
             self,
@@ -297,8 +308,17 @@ class BatchInference(Construct):
     # --- permissions and triggers -----------------------------------------------------------------
 
     def _grant_outputs(self, kms_key: kms.IKey | None) -> None:
-        """The model's role (the job runs with it) writes the answers under the output prefix."""
+        """The model's role (the job runs with it) writes the answers under the output prefix, and the
+        container's logs in /aws/sagemaker/TransformJobs (where a failed record's reason is)."""
         role = self.model.role
+        logs_arn = sagemaker_log_group_arn("TransformJobs")
+        role.add_to_principal_policy(write_logs_statement([logs_arn, f"{logs_arn}:*"]))
+        acknowledge(
+            role,
+            "IAM5",
+            "The transform jobs' own log group; SageMaker names the streams at run time.",
+            resource=f"{logs_arn}:*",
+        )
         objects = self.output.object_arn_pattern(Aws.PARTITION)
         role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[objects]))
         acknowledge(role, "IAM5", "Answers of the batch job, under its output prefix only.", resource=objects)
@@ -326,6 +346,8 @@ class BatchInference(Construct):
                     "sagemaker:DescribeTransformJob",
                     "sagemaker:StopTransformJob",
                     "sagemaker:ListTags",
+                    # The .sync integration tags the job it starts (MANAGED_BY_AWS=STARTED_BY_STEP_FUNCTIONS).
+                    "sagemaker:AddTags",
                 ],
                 resources=[jobs],
             )

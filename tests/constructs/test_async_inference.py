@@ -27,6 +27,7 @@ def reference(stack: cdk.Stack, **props: Any):
     key = kms.Key(stack, "OutputKey", enable_key_rotation=True)
     options = AsyncInferenceOptions(
         output_s3_uri="s3://my-answers/qwen3/",
+        input_s3_uri="s3://my-requests/qwen3/",
         failure_s3_uri="s3://my-answers/qwen3-failed/",
         success_topic=topic,
         error_topic=topic,
@@ -74,6 +75,13 @@ def test_role_writes_only_under_the_output_prefixes(template):
     resources = json.dumps(puts[0]["Resource"])
     assert "my-answers/qwen3/*" in resources and "my-answers/qwen3-failed/*" in resources
     assert any(s["Action"] == "sns:Publish" for s in statements)
+    # The requests are read where callers put them, and the encrypted topic's key may be used.
+    reads = [s for s in statements if s["Action"] == "s3:GetObject"]
+    assert any("my-requests/qwen3/*" in json.dumps(s["Resource"]) for s in reads)
+    assert any(
+        "kms:GenerateDataKey" in json.dumps(s["Action"]) and "TopicKey" in json.dumps(s["Resource"])
+        for s in statements
+    )
 
 
 def test_scales_on_backlog_and_wakes_from_zero(template):
@@ -163,14 +171,17 @@ def test_real_time_endpoint_still_refuses_scale_to_zero_in_the_construct():
     ],
 )
 def test_bad_async_options_name_the_field(kwargs, message):
+    valid = {"output_s3_uri": "s3://my-answers/b/", "input_s3_uri": "s3://my-requests/b/"}
     with pytest.raises(ValueError, match=message):
-        AsyncInferenceOptions(**kwargs)
+        AsyncInferenceOptions(**{**valid, **kwargs})
 
 
 def test_async_concurrency_bounds_are_accepted():
     for value in (1, 1000):
         assert AsyncInferenceOptions(
-            output_s3_uri="s3://my-answers/b/", max_concurrent_invocations_per_instance=value
+            output_s3_uri="s3://my-answers/b/",
+            input_s3_uri="s3://my-requests/b/",
+            max_concurrent_invocations_per_instance=value,
         )
 
 

@@ -168,6 +168,8 @@ def test_concurrency_bounds(props, expected):
         ({"invocation_timeout": cdk.Duration.seconds(3601)}, "invocation_timeout is 3601 s"),
         ({"schedule": "every day"}, "schedule is 'every day'"),
         ({"input_s3_uri": "my-requests"}, "input_s3_uri"),
+        ({"output_s3_uri": "s3://my-requests/batch/answers/"}, "output_s3_uri is under input_s3_uri"),
+        ({"output_s3_uri": "s3://my-answers/it's/"}, "has a quote, brace or backslash"),
     ],
 )
 def test_bad_batch_props_name_the_field(props, message):
@@ -201,6 +203,9 @@ def test_roles_read_input_write_output_and_run_only_transform_jobs(template):
     assert len(puts) == 1 and "my-answers/batch/*" in json.dumps(puts[0]["Resource"])
     transform = next(s for s in statements if "sagemaker:CreateTransformJob" in s["Action"])
     assert "transform-job/*" in json.dumps(transform["Resource"])
+    assert "sagemaker:AddTags" in transform["Action"]  # the .sync integration tags the job it starts
+    logs = [s for s in statements if "logs:PutLogEvents" in json.dumps(s["Action"])]
+    assert any("/aws/sagemaker/TransformJobs" in json.dumps(s["Resource"]) for s in logs)
     events = next(s for s in statements if "events:PutRule" in s["Action"])
     assert "StepFunctionsGetEventsForSageMakerTransformJobsRule" in json.dumps(events["Resource"])
 
