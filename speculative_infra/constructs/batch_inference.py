@@ -20,7 +20,6 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -29,6 +28,7 @@ from speculative_infra.catalog import load_catalog
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import sagemaker_log_group_arn, write_logs_statement
+from speculative_infra.constructs.schedules import schedule_state_machine
 from speculative_infra.constructs.vllm_model import SpeculativeVllmModel
 from speculative_infra.s3_uri import parse_s3_uri
 from speculative_infra.spec import EngineArgs, SpeculativeConfig
@@ -365,29 +365,9 @@ class BatchInference(Construct):
         )
 
     def _add_schedule(self, expression: str) -> None:
-        if not expression.startswith(("cron(", "rate(", "at(")):
-            raise ValueError(
-                f"{self.node.path}: schedule is {expression!r}; allowed: cron(...), rate(...) or at(...)"
-            )
-        role = iam.Role(
-            self,
-            "ScheduleRole",
-            assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
-            ),
-            description="speculative-infra batch inference schedule",
+        self.schedule = schedule_state_machine(
+            self, self.state_machine, expression, "speculative-infra batch inference schedule"
         )
-        self.state_machine.grant_start_execution(role)
-        self.schedule = scheduler.CfnSchedule(
-            self,
-            "Schedule",
-            schedule_expression=expression,
-            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
-            target=scheduler.CfnSchedule.TargetProperty(
-                arn=self.state_machine.state_machine_arn, role_arn=role.role_arn, input="{}"
-            ),
-        )
-        self.schedule.node.add_dependency(role)
 
     def _add_upload_trigger(self) -> None:
         """One run per object created under the input prefix, on that object alone."""

@@ -23,7 +23,7 @@ from speculative_infra.constructs.execution_role import (
     acknowledge_execution_permissions,
     add_execution_permissions,
 )
-from speculative_infra.constructs.image import image_uri, repository_arn
+from speculative_infra.constructs.image import image_uri, newest_lmi_container, repository_arn
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import (
     read_prefix_statements,
@@ -336,25 +336,21 @@ class EagleOptimizationJob(Construct):
         )
 
     def _source_model_image(self) -> str:
-        """The image of the model the handler registers for a base draft (the job role pulls it)."""
-        container = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
-        assert container is not None
+        """The image of a source model (the job role may pull it): the one the handler registers for a
+        base draft, or the one of `_source_model`."""
+        container = newest_lmi_container()
         add_execution_permissions(self.role, image_repository_arns=[repository_arn(self, container)])
         acknowledge_execution_permissions(self.role)
         return image_uri(self, container)
 
     def _source_model(self, model_id: str) -> str:
         """A SageMaker model naming the HF id, for jobs that start from model_id alone."""
-        container = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
-        assert container is not None
-        add_execution_permissions(self.role, image_repository_arns=[repository_arn(self, container)])
-        acknowledge_execution_permissions(self.role)
         model = sagemaker.CfnModel(
             self,
             "SourceModel",
             execution_role_arn=self.role.role_arn,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
-                image=image_uri(self, container), environment={"HF_MODEL_ID": model_id}
+                image=self._source_model_image(), environment={"HF_MODEL_ID": model_id}
             ),
         )
         self.source_model = model

@@ -11,6 +11,14 @@ from speculative_infra.catalog.models import ContainerImage
 _MAPPING_ID = "SpeculativeInfraDlcRegistryAccounts"
 
 
+def newest_lmi_container() -> ContainerImage:
+    """The catalog's newest LMI image: the container of the source models optimization jobs read."""
+    cat = load_catalog()
+    container = cat.container("lmi", cat.lmi_versions()[-1])
+    assert container is not None  # the catalog's own version list
+    return container
+
+
 def stack_region(scope: Construct) -> str | None:
     """The stack's region, or None for an environment-agnostic stack."""
     region = Stack.of(scope).region

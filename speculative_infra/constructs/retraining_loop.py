@@ -22,20 +22,18 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from speculative_infra.catalog import load_catalog
 from speculative_infra.constructs.custom_resource import handler_code, handler_function, stage_engine_handler
 from speculative_infra.constructs.eagle_job import DRAFT_MOUNT_PATH, EagleOptimizationJob, TrainedDraft
 from speculative_infra.constructs.execution_role import (
     acknowledge_execution_permissions,
     add_execution_permissions,
 )
-from speculative_infra.constructs.image import image_uri, repository_arn
+from speculative_infra.constructs.image import image_uri, newest_lmi_container, repository_arn
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import (
     INVOKE_ACTIONS,
@@ -43,6 +41,7 @@ from speculative_infra.constructs.policies import (
     sagemaker_log_group_arn,
     write_logs_statement,
 )
+from speculative_infra.constructs.schedules import schedule_state_machine
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 from speculative_infra.spec import SpeculativeConfig
 
@@ -431,8 +430,7 @@ class EagleRetrainingLoop(Construct):
             result_selector={"uri.$": "$.Parameter.Value"},
             result_path="$.head",
         )
-        lmi = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
-        assert lmi is not None
+        lmi = newest_lmi_container()
         source_model = call(
             "RegisterSourceModel",
             sm,
@@ -1039,8 +1037,7 @@ class EagleRetrainingLoop(Construct):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description="speculative-infra EAGLE retraining job role",
         )
-        lmi = load_catalog().container("lmi", load_catalog().lmi_versions()[-1])
-        assert lmi is not None
+        lmi = newest_lmi_container()
         heads = S3Location(bucket=bucket.bucket_name, key=self.head.heads_prefix)
         add_execution_permissions(
             role, image_repository_arns=[repository_arn(self, lmi)], model_data=[target, heads]
@@ -1086,26 +1083,6 @@ class EagleRetrainingLoop(Construct):
             acknowledge(self.state_machine, "IAM5", reason, resource=resource)
 
     def _add_schedule(self, expression: str) -> None:
-        if not expression.startswith(("cron(", "rate(", "at(")):
-            raise ValueError(
-                f"{self.node.path}: schedule is {expression!r}; allowed: cron(...), rate(...) or at(...)"
-            )
-        role = iam.Role(
-            self,
-            "ScheduleRole",
-            assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}}
-            ),
-            description="speculative-infra EAGLE retraining schedule",
+        self.schedule = schedule_state_machine(
+            self, self.state_machine, expression, "speculative-infra EAGLE retraining schedule"
         )
-        self.state_machine.grant_start_execution(role)
-        self.schedule = scheduler.CfnSchedule(
-            self,
-            "Schedule",
-            schedule_expression=expression,
-            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
-            target=scheduler.CfnSchedule.TargetProperty(
-                arn=self.state_machine.state_machine_arn, role_arn=role.role_arn, input="{}"
-            ),
-        )
-        self.schedule.node.add_dependency(role)

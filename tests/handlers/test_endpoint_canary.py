@@ -11,7 +11,7 @@ import pytest
 
 from speculative_infra_lambda.endpoint_canary import handler
 from speculative_infra_lambda.endpoint_canary.emf import METRIC_NAMES, NAMESPACE, run_documents
-from tests.benchmark.conftest import SCENARIOS
+from tests.benchmark.conftest import SCENARIOS, aws_env  # noqa: F401 (the fixture)
 from tests.benchmark.stand_ins.server import ServerProcess
 
 
@@ -21,13 +21,8 @@ def runtime() -> Iterator[ServerProcess]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+# Dummy credentials, no shared config: boto3 signs requests that only reach the stand-in.
+pytestmark = pytest.mark.usefixtures("aws_env")
 
 
 class Context:

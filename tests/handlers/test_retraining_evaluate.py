@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from speculative_infra_lambda.retraining_evaluate import handler
-from tests.benchmark.conftest import SCENARIOS
+from tests.benchmark.conftest import SCENARIOS, aws_env  # noqa: F401 (the fixture)
 from tests.benchmark.stand_ins.server import ServerProcess
 
 CAPTURE = Path(__file__).parent / "fixtures" / "datacapture-sample.jsonl"
@@ -33,13 +33,8 @@ def runtime() -> Iterator[ServerProcess]:
         yield server
 
 
-@pytest.fixture(autouse=True)
-def credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+# Dummy credentials, no shared config: boto3 signs requests that only reach the stand-in.
+pytestmark = pytest.mark.usefixtures("aws_env")
 
 
 def _event(runtime: ServerProcess, dataset: str, served: str, candidate: str) -> dict[str, Any]:
