@@ -7,7 +7,9 @@ the record says, how many tokens it asked for:
 * ShareGPT (a JSON array of ``{"conversations": [{"from": "human", "value": ...}, {"from": "gpt", ...}]}``,
   or one such object per line, as SageMaker's EAGLE optimization reads it): the system and first human
   turn are the request; the first answer's length (in words, about one token each) is its output length.
-* JSON lines of ``{"prompt": ...}`` or ``{"messages": [...]}``, with an optional ``max_tokens``.
+* JSON lines of ``{"prompt": ...}`` or ``{"messages": [...]}``, with an optional ``max_tokens``; or
+  OpenAI Batch API lines (``{"custom_id", "method", "url", "body": {...}}``, BatchInference's input),
+  whose ``body`` is the request.
 * SageMaker data capture (JSON lines with ``captureData.endpointInput``, as endpoint data capture
   writes them under ``s3://.../<endpoint>/<variant>/yyyy/mm/dd/hh/``): the captured request body,
   base64 or not, is replayed (its ``messages`` or ``prompt``, and its ``max_tokens``).
@@ -158,7 +160,10 @@ def _json_lines(text: str, kind: str) -> Iterable[DatasetPrompt]:
             raise ValueError(f"line {number} is not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise ValueError(f"line {number} is not a JSON object")
-        request = _captured_request(record, number) if kind == "datacapture" else record
+        if kind == "datacapture":
+            request = _captured_request(record, number)
+        else:  # an OpenAI Batch API line carries its request in "body"
+            request = record["body"] if isinstance(record.get("body"), dict) else record
         prompt = _request_prompt(request)
         if prompt is not None:
             yield prompt

@@ -9,9 +9,10 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 from urllib.parse import urlparse
 
+from speculative_infra.benchmark.batch_projection import project_batch
 from speculative_infra.benchmark.config import (
     DEFAULT_CONCURRENCY_LEVELS,
     BenchmarkConfig,
@@ -25,7 +26,7 @@ from speculative_infra.benchmark.config import (
     SloConfig,
     WorkloadConfig,
 )
-from speculative_infra.benchmark.datasets import dataset_prompts
+from speculative_infra.benchmark.datasets import DatasetPrompt, dataset_prompts
 from speculative_infra.benchmark.files import OutputPaths, load_results, write_all, write_results
 from speculative_infra.benchmark.load import LevelProgress
 from speculative_infra.benchmark.rate_sweep import run_rate_sweep
@@ -86,6 +87,7 @@ _OPTION_FOR_FIELD = {
     "price_per_hour": "--price-per-hour",
     "instance_count": "--instance-count",
     "label": "--label",
+    "mode": "--mode",
 }
 
 
@@ -242,9 +244,8 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
     work.add_argument(
         "--output-length",
         choices=["forced", "record"],
-        default="forced",
-        help="with --dataset: forced (every request generates --output-tokens, default) or record "
-        "(the length each record asked for)",
+        help="with --dataset: forced (every request generates --output-tokens; the default) or record "
+        "(the length each record asked for, else --output-tokens; the default of --mode batch)",
     )
     work.add_argument("--seed", type=int, help="prompt seed (default: random, recorded in the results)")
     work.add_argument(
@@ -255,9 +256,16 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
 
     load = bench.add_argument_group("load")
     load.add_argument(
+        "--mode",
+        choices=["stream", "batch"],
+        default="stream",
+        help="stream (levels of concurrency or rate, the default) or batch: a batch transform job's run over "
+        "--dataset (every record once at one --concurrency, the job's MaxConcurrentTransforms x instances, "
+        "no filler), then the job's duration, cost and settings",
+    )
+    load.add_argument(
         "--concurrency",
         type=_levels,
-        default=DEFAULT_CONCURRENCY_LEVELS,
         metavar="LIST",
         help="levels, comma-separated (default: 1,2,4,8,16,32)",
     )
@@ -378,7 +386,34 @@ def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
     return EXIT_USAGE
 
 
+def _check_batch_mode(args: argparse.Namespace) -> str | None:
+    if args.dataset is None:
+        return "argument --mode batch: requires --dataset (the records the transform job will read)"
+    if args.concurrency is None or len(args.concurrency) != 1:
+        return (
+            "argument --mode batch: requires one --concurrency N, the job's MaxConcurrentTransforms x its "
+            "instance count (BatchInference.max_concurrent_transforms)"
+        )
+    not_in_batch = {
+        "--request-rate": args.request_rate is not None,
+        "--rate-sweep": args.rate_sweep is not None,
+        "--requests-per-level": args.requests_per_level is not None,
+        "--reuse-prompts": args.reuse_prompts,
+        "--no-sustain": args.no_sustain,
+    }
+    for option, given in not_in_batch.items():
+        if given:
+            return (
+                f"argument {option}: not with --mode batch (the run sends every record once, as the job does)"
+            )
+    return None
+
+
 def _check_combinations(args: argparse.Namespace) -> str | None:
+    if args.mode == "batch":
+        problem = _check_batch_mode(args)
+        if problem is not None:
+            return problem
     sagemaker_only = {
         "--inference-component": args.inference_component,
         "--region": args.region,
@@ -416,7 +451,7 @@ def _check_combinations(args: argparse.Namespace) -> str | None:
             f"argument --instance-type: the catalog has no price for {args.instance_type!r}; "
             "give --price-per-hour (`speculative-infra catalog instances` lists the known prices)"
         )
-    if args.dataset is None and (args.dataset_format != "auto" or args.output_length != "forced"):
+    if args.dataset is None and (args.dataset_format != "auto" or args.output_length is not None):
         return "arguments --dataset-format and --output-length: only valid with --dataset"
     if args.dataset is not None and args.shared_prefix_tokens:
         return "argument --shared-prefix-tokens: not with --dataset (the records are the prompts)"
@@ -438,8 +473,15 @@ def _catalog_price(args: argparse.Namespace) -> float | None:
     return price.usd_per_hour if price is not None else None
 
 
-def build_config(args: argparse.Namespace) -> BenchmarkConfig:
-    """The engine configuration from parsed ``bench`` arguments (raises ConfigError naming the field)."""
+def _output_length(args: argparse.Namespace) -> Literal["forced", "record"]:
+    if args.output_length is not None:
+        return args.output_length  # type: ignore[no-any-return]
+    return "record" if args.mode == "batch" else "forced"
+
+
+def build_config(args: argparse.Namespace, *, batch_records: int | None = None) -> BenchmarkConfig:
+    """The engine configuration from parsed ``bench`` arguments (raises ConfigError naming the field).
+    ``batch_records``: --mode batch, the dataset's size (each record is sent once)."""
     target: SageMakerTarget | HttpTarget
     if args.endpoint is not None:
         target = SageMakerTarget(
@@ -464,23 +506,23 @@ def build_config(args: argparse.Namespace) -> BenchmarkConfig:
             force_output_length=not args.no_force_length,
             temperature=args.temperature,
             dataset=DatasetConfig(
-                path=args.dataset, format=args.dataset_format, output_length=args.output_length
+                path=args.dataset, format=args.dataset_format, output_length=_output_length(args)
             )
             if args.dataset is not None
             else None,
         ),
         load=LoadConfig(
-            concurrency_levels=args.concurrency,
+            concurrency_levels=args.concurrency or DEFAULT_CONCURRENCY_LEVELS,
             request_rates=args.request_rate,
             burstiness=args.burstiness,
             max_concurrency=args.max_concurrency,
             workers=args.workers,
-            requests_per_level=args.requests_per_level,
+            requests_per_level=batch_records if batch_records is not None else args.requests_per_level,
             warmup_requests=args.warmup,
             request_timeout_s=args.timeout,
             time_budget_s=args.time_budget,
             ramp_up_s=args.ramp_up,
-            sustain_load=not args.no_sustain,
+            sustain_load=not args.no_sustain and batch_records is None,
             max_retries=args.max_retries,
         ),
         cost=CostConfig(
@@ -642,6 +684,8 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     try:
         config = build_config(args)
         prompts = dataset_prompts(config.workload.dataset)  # read now: a bad file fails before any request
+        if args.mode == "batch" and prompts is not None:
+            config = build_config(args, batch_records=len(prompts))
     except ConfigError as exc:
         return _usage_error(parser, _validation_message(exc))
     if prompts is not None and not args.quiet:
@@ -659,8 +703,37 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_NOT_RUN
     write_results(state.result, paths.results)
     code, message = _outcome(state.result, paths)
+    if args.mode == "batch" and prompts is not None:
+        _print_batch_projection(args, config, state.result, prompts)
     print(" ".join(message.split()), file=sys.stderr)  # one line, whatever the server said
     return code
+
+
+def _print_batch_projection(
+    args: argparse.Namespace,
+    config: BenchmarkConfig,
+    result: BenchmarkResult,
+    prompts: tuple[DatasetPrompt, ...],
+) -> None:
+    forced = _output_length(args) == "forced"
+    longest = max(
+        (args.output_tokens if forced or p.output_tokens is None else p.output_tokens) for p in prompts
+    )
+    projection = (
+        project_batch(
+            result.levels[0],
+            max_output_tokens=longest,
+            price_per_hour=config.cost.price_per_hour,
+            instance_count=config.cost.instance_count,
+        )
+        if result.levels
+        else None
+    )
+    if projection is None:
+        print("batch: nothing completed, no projection", file=sys.stderr)
+        return
+    for line in projection.lines():
+        print(line)
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""BatchInference: the vLLM DLC model over a file (or prefix) of chat requests as a SageMaker batch
+"""BatchInference: the vLLM DLC (or DJL LMI) model over a file (or prefix) of chat requests as a SageMaker batch
 transform job, run by AWS Step Functions (the `createTransformJob.sync` integration waits for the job on
 AWS's side: no Lambda waits).
 
@@ -34,8 +34,12 @@ from speculative_infra.s3_uri import parse_s3_uri
 from speculative_infra.spec import EngineArgs, SpeculativeConfig
 
 # The answer's length bounds an invocation: at most max_model_len tokens, each this long with the
-# instance busy with a full batch (conservative against the reference g7e + EAGLE3's ~12 ms at 1).
-EXPECTED_TPOT_MS_FULL_BATCH = 50.0
+# instance busy with a full batch. The slowest published pace: Qwen3-32B on ml.g5.12xlarge, 32 requests
+# in flight, 600-token answers in up to 45.8 s, 76 ms a token, 28% slower than at 16 (aws-samples/
+# sagemaker-genai-hosting-examples@3de810a6 07-benchmark/sagemaker-inference-benchmark-suite/results/
+# backup_mar_9/qwen3-vanilla-g512xl_..._long_context_..._20260309_203530.csv); a full batch of 64 is
+# slower still. `speculative-infra bench --mode batch` measures the pace of a given deployment.
+EXPECTED_TPOT_MS_FULL_BATCH = 100.0
 TIMEOUT_MARGIN = 1.5
 MIN_INVOCATION_TIMEOUT_S = 60
 DEFAULT_INPUT_FILTER = "$.body"  # OpenAI Batch API lines: {"custom_id", "method", "url", "body"}
@@ -62,6 +66,7 @@ class BatchInference(Construct):
         model_data: str | None = None,
         model_facts: Mapping[str, Any] | None = None,
         vllm_version: str | None = None,
+        lmi_version: str | None = None,
         engine: EngineArgs | Mapping[str, Any] | None = None,
         speculative: SpeculativeConfig | TrainedDraft | Mapping[str, Any] | None = None,
         instance_count: int = 1,
@@ -85,6 +90,8 @@ class BatchInference(Construct):
         :param output_s3_uri: where each run writes (``s3://bucket/prefix/``), one folder per execution.
         :param model_id: as SpeculativeVllmEndpoint. The model props (model_data, model_facts, vllm_version,
             engine, speculative, environment, hf_token) mean the same and go through the same rules.
+        :param lmi_version: run the model on the DJL LMI container (vLLM async mode, as
+            LmiInferenceComponent) of this major version instead of the vLLM DLC. Default: none.
         :param instance_count: instances of each job. Default: 1.
         :param inference_ami_version: the job's host image (TransformAmiVersion): "auto" (also None) picks
             the batch host image whose driver drives the GPU and runs the container. Default: "auto".
@@ -96,7 +103,8 @@ class BatchInference(Construct):
         :param max_payload_mb: the largest line, in MB. Default: 1.
         :param max_output_tokens: the longest answer asked for, to size the invocation timeout. Default:
             the engine's max_model_len.
-        :param invocation_timeout: per request. Default: max_output_tokens x 50 ms x 1.5, 60 s to 1 hour.
+        :param invocation_timeout: per request. Default: max_output_tokens x 100 ms x 1.5, 60 s to 1 hour
+            (`speculative-infra bench --mode batch` measures the pace of a deployment).
         :param invocation_retries: retries of a failed request (0-3). Default: 1.
         :param timeout: the longest a run may take. Default: 24 hours.
         :param schedule: an EventBridge Scheduler expression (``cron(...)``, ``rate(...)``). Default: none.
@@ -129,6 +137,7 @@ class BatchInference(Construct):
             model_data=model_data,
             model_facts=model_facts,
             vllm_version=vllm_version,
+            lmi_version=lmi_version,
             engine=engine,
             speculative=speculative,
             instance_count=instance_count,

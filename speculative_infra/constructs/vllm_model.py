@@ -1,5 +1,6 @@
-"""SpeculativeVllmModel: the checked vLLM DLC model (execution role, container environment, SageMaker
-Model) that SpeculativeVllmEndpoint serves and BatchInference runs as a transform job."""
+"""SpeculativeVllmModel: the checked vLLM model (execution role, container environment, SageMaker Model)
+that SpeculativeVllmEndpoint serves and BatchInference runs as a transform job: on the vLLM DLC, or for
+batch on the DJL LMI container (vLLM in async mode)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ class SpeculativeVllmModel(Construct):
         model_data: str | None = None,
         model_facts: Mapping[str, Any] | None = None,
         vllm_version: str | None = None,
+        lmi_version: str | None = None,
         engine: EngineArgs | Mapping[str, Any] | None = None,
         speculative: SpeculativeConfig | TrainedDraft | Mapping[str, Any] | None = None,
         instance_count: int = 1,
@@ -76,6 +78,8 @@ class SpeculativeVllmModel(Construct):
         :param model_facts: architecture facts for a model the catalog does not know (as the spec's model
             section). Default: the catalog's.
         :param vllm_version: vLLM DLC release. Default: the newest in the catalog.
+        :param lmi_version: run on the DJL LMI container of this major version instead of the vLLM DLC
+            (batch only: rule SI602). Default: none (the vLLM DLC).
         :param engine: vLLM engine args (snake_case). Default: chosen by resolve (see `resolved.defaults`).
         :param speculative: vLLM speculative config, or ``EagleOptimizationJob.as_speculative_config()``
             (the trained draft is mounted at /opt/ml/model). Default: none (no speculative decoding).
@@ -113,12 +117,21 @@ class SpeculativeVllmModel(Construct):
                 f"{self.node.path}: enable_network_isolation needs model_data: an isolated container cannot "
                 "download weights from Hugging Face"
             )
+        if lmi_version is not None and vllm_version is not None:
+            raise ValueError(
+                f"{self.node.path}: give vllm_version (the vLLM DLC) or lmi_version (the LMI container), not both"
+            )
+        container_request = (
+            {"framework": "lmi", "version": lmi_version}
+            if lmi_version is not None
+            else {"framework": "vllm", "version": vllm_version}
+        )
         spec_data: dict[str, Any] = {
             "region": stack_region(self),
             "instance_type": instance_type,
             "instance_count": instance_count,
             "volume_size_in_gb": volume_size_in_gb,
-            "container": {"framework": "vllm", "version": vllm_version},
+            "container": container_request,
             "model": {
                 "id": model_id or model_data,
                 "weights": "s3" if model_data is not None else "hub",

@@ -100,21 +100,22 @@ def scaling_target(d: ResolvedDeployment) -> Iterator[Violation]:
     code="SI602",
     name="serving-kind",
     severity=Severity.ERROR,
-    title="Asynchronous and batch serving are built for the vLLM DLC, batch without auto-scaling",
+    title="Asynchronous serving is built for the vLLM DLC, batch without auto-scaling",
     rationale="This library builds asynchronous endpoints (an AsyncInferenceConfig on the endpoint config, "
-    "https://docs.aws.amazon.com/sagemaker/latest/dg/async-inference.html) and batch transform jobs for the "
-    "vLLM DLC only; it deploys LMI models as inference components on real-time endpoints, so a spec asking "
-    "for both would be deployed as something else than it says. A transform job has a fixed instance count.",
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/async-inference.html) for the vLLM DLC only; it deploys "
+    "LMI models as inference components on real-time endpoints, or as the model of a batch transform job, so "
+    "an asynchronous LMI spec would be deployed as something else than it says. A transform job has a fixed "
+    "instance count.",
 )
 def serving_kind(d: ResolvedDeployment) -> Iterator[Violation]:
     framework = d.container.framework if d.container is not None else d.spec.container.framework
-    if d.spec.serving != "real_time" and framework == "lmi":
+    if d.spec.serving == "async" and framework == "lmi":
         yield Violation(
-            message=f"serving is {d.spec.serving} with the LMI container, which this library deploys as an "
-            "inference component on a real-time endpoint; it builds asynchronous endpoints and batch jobs for "
-            "the vLLM DLC only",
-            fix=f"serve the model with the vLLM DLC (container.framework: vllm) for serving: {d.spec.serving}, or "
-            "keep serving: real_time",
+            message="serving is async with the LMI container, which this library deploys as an inference "
+            "component on a real-time endpoint or as a batch transform job; it builds asynchronous endpoints "
+            "for the vLLM DLC only",
+            fix="serve the model with the vLLM DLC (container.framework: vllm) for serving: async, or use "
+            "serving: real_time or batch",
             field="serving",
         )
     if d.spec.serving == "batch" and d.spec.scaling is not None:

@@ -317,3 +317,62 @@ def test_rate_sweep_end_to_end(
     assert "highest rate within the SLOs: 8 requests/s" in capsys.readouterr().err
     data = json.loads(results.read_text())
     assert [lv["request_rate"] for lv in data["levels"]] == [4.0, 8.0] and data["max_sustained_rate"] == 8.0
+
+
+def test_batch_mode_sends_every_record_once_and_projects_the_job(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # BatchInference's input: OpenAI Batch API lines, each asking for its own length.
+    lengths = [12, 12, 12, 12, 12, 12, 12, 24]
+    dataset = tmp_path / "requests.jsonl"
+    dataset.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "custom_id": f"doc-{i}",
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": {
+                        "messages": [{"role": "user", "content": f"summarize document {i}"}],
+                        "max_tokens": n,
+                    },
+                }
+            )
+            + "\n"
+            for i, n in enumerate(lengths)
+        )
+    )
+    out = tmp_path / "batch.json"
+    argv = ["bench", "--url", f"{stand_in.base_url}/steady", "--mode", "batch", "--dataset", str(dataset)]
+    argv += ["--concurrency", "4", "--warmup", "0", "--instance-type", "ml.g6e.xlarge", "--quiet"]
+    assert main([*argv, "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    level = json.loads(out.read_text())["levels"][0]
+    assert level["completed"] == len(lengths) and level["concurrency"] == 4
+    records = [json.loads(line) for line in out.with_suffix(".requests.jsonl").read_text().splitlines()]
+    measured = [r for r in records if r["phase"] == "measured"]
+    assert sorted(r["output_tokens"] for r in measured) == sorted(lengths)  # each record once, its length
+    assert not [r for r in records if r["phase"] == "filler"]  # a job has no filler at its end
+    assert f"batch: {len(lengths)} records (0 failed) at 4 in flight" in printed
+    assert "max_concurrent_transforms=4, instance_count=1" in printed
+    assert "answers of up to 24 tokens" in printed and "per million output tokens" in printed
+
+
+@pytest.mark.parametrize(
+    ("extra", "names"),
+    [
+        ([], "--mode batch: requires --dataset"),
+        (["--dataset", "d.jsonl"], "--mode batch: requires one --concurrency"),
+        (["--dataset", "d.jsonl", "--concurrency", "4,8"], "--mode batch: requires one --concurrency"),
+        (["--dataset", "d.jsonl", "--concurrency", "4", "--requests-per-level", "3"], "--requests-per-level"),
+        (["--dataset", "d.jsonl", "--concurrency", "4", "--request-rate", "3"], "--request-rate"),
+    ],
+)
+def test_batch_mode_refuses_what_a_job_does_not_do(
+    extra: list[str], names: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["bench", "--url", "http://h:1", "--mode", "batch", *extra, "--output", str(tmp_path / "r.json")]
+    )
+    assert code == 2
+    assert f"argument {names}" in capsys.readouterr().err

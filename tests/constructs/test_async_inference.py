@@ -140,10 +140,11 @@ def test_scale_to_zero_is_allowed_for_async_but_not_real_time():
     assert "SI600" not in _codes(_spec(scaling={"min_capacity": 1, "max_capacity": 2}))
 
 
-def test_async_with_lmi_is_refused():
-    spec = _spec(serving="async", container={"framework": "lmi", "version": "20"})
-    assert "SI602" in _codes(spec)
+def test_async_with_lmi_is_refused_batch_with_lmi_is_not():
+    lmi = {"framework": "lmi", "version": "20"}
+    assert "SI602" in _codes(_spec(serving="async", container=lmi))
     assert "SI602" not in _codes(_spec(serving="async"))
+    assert "SI602" not in _codes(_spec(serving="batch", container=lmi, scaling=None))
 
 
 def test_real_time_endpoint_still_refuses_scale_to_zero_in_the_construct():

@@ -135,8 +135,8 @@ def test_transform_defaults(template):
     assert params["DataProcessing"] == {"InputFilter": "$.body", "JoinSource": "Input", "OutputFilter": "$"}
     # max_num_seqs 64, one MB per record: 64 x 1 <= 100 MB.
     assert (params["MaxConcurrentTransforms"], params["MaxPayloadInMB"]) == (64, 1)
-    # 4096 tokens x 50 ms x 1.5 = 307.2 s.
-    assert params["ModelClientConfig"] == {"InvocationsTimeoutInSeconds": 308, "InvocationsMaxRetries": 1}
+    # 4096 tokens x 100 ms x 1.5 = 614.4 s.
+    assert params["ModelClientConfig"] == {"InvocationsTimeoutInSeconds": 615, "InvocationsMaxRetries": 1}
     assert params["TransformResources"]["TransformAmiVersion"] == "al2-ami-sagemaker-batch-gpu-535"
     assert state["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "JobFailed"}]
     failed = _definition(template)["States"]["JobFailed"]
@@ -179,12 +179,26 @@ def test_bad_batch_props_name_the_field(props, message):
 
 
 @pytest.mark.parametrize(
-    ("tokens", "seconds"), [(512, 60), (800, 60), (801, 61), (48000, 3600), (100000, 3600)]
+    ("tokens", "seconds"), [(256, 60), (400, 60), (401, 61), (24000, 3600), (100000, 3600)]
 )
 def test_invocation_timeout_follows_the_longest_answer(tokens, seconds):
-    # tokens x 50 ms x 1.5, at least 60 s, at most an hour: 800 tokens are exactly 60 s.
+    # tokens x 100 ms x 1.5, at least 60 s, at most an hour: 400 tokens are exactly 60 s.
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
     assert reference(stack, max_output_tokens=tokens).invocation_timeout_seconds == seconds
+
+
+# Observed, not derived from the construct: the slowest published pace of a batch that is not yet full.
+# Qwen3-32B, ml.g5.12xlarge (TP 4), 32 requests in flight, 600 output tokens, slowest request 45,817.9 ms
+# (aws-samples/sagemaker-genai-hosting-examples@3de810a6 07-benchmark/sagemaker-inference-benchmark-suite/
+# results/backup_mar_9/qwen3-vanilla-g512xl_useast1_g512xlarge_long_context_useast1_20260309_203530.csv).
+OBSERVED_SLOWEST_MS_PER_TOKEN = 45817.9 / 600
+
+
+@pytest.mark.parametrize("tokens", [600, 2048, 4096])
+def test_default_timeout_outlasts_the_slowest_observed_pace(tokens):
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    timeout = reference(stack, max_output_tokens=tokens).invocation_timeout_seconds
+    assert timeout > tokens * OBSERVED_SLOWEST_MS_PER_TOKEN / 1000.0
 
 
 def test_g7e_cannot_run_as_a_transform_job():
@@ -226,3 +240,38 @@ def test_triggers(template):
         == {"input_s3_uri": "s3://my-requests/batch/x.jsonl".replace("batch/", "")}
         or "s3://my-requests/<detail-object-key>" in transformer["InputTemplate"]
     )
+
+
+def _lmi_batch(stack: cdk.Stack) -> BatchInference:
+    # The reference's LMI leg: DJL LMI v20 on 4 x A10G, where it worked (the vLLM DLC did not).
+    return reference(
+        stack,
+        instance_type="ml.g5.12xlarge",
+        vllm_version=None,
+        lmi_version="20",
+        schedule=None,
+        start_on_upload=False,
+    )
+
+
+def test_lmi_batch_runs_the_lmi_container_in_vllm_async_mode():
+    _, template = synth_stack(_lmi_batch)
+    assert cfn_lint_errors(template) == []
+    (model,) = _resources(template, "AWS::SageMaker::Model")
+    container = model["PrimaryContainer"]
+    assert "djl-inference" in json.dumps(container["Image"])
+    env = container["Environment"]
+    assert env["OPTION_ASYNC_MODE"] == "true" and env["OPTION_ROLLING_BATCH"] == "disable"
+    assert env["OPTION_ENTRYPOINT"] == "djl_python.lmi_vllm.vllm_async_service"
+    assert env["HF_MODEL_ID"] == "Qwen/Qwen3-32B"
+    assert json.loads(env["OPTION_SPECULATIVE_CONFIG"])["model"] == "RedHatAI/Qwen3-32B-speculator.eagle3"
+    params = _transform_state(template)["Parameters"]
+    # One request per invocation: LMI's handler takes one JSON request per call.
+    assert params["BatchStrategy"] == "SingleRecord" and params["MaxConcurrentTransforms"] == 64
+    assert params["TransformResources"]["TransformAmiVersion"] == "al2-ami-sagemaker-batch-gpu-535"
+
+
+def test_lmi_and_vllm_versions_are_exclusive():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    with pytest.raises(ValueError, match=r"give vllm_version .* or lmi_version .*, not both"):
+        reference(stack, lmi_version="20")
