@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 
@@ -66,6 +67,12 @@ def test_offline_example_synthesizes_lint_clean(tmp_path):
         r for r in stack.template["Resources"].values() if r["Type"] == "AWS::SageMaker::EndpointConfig"
     ]
     assert len(configs) == 1 and "AsyncInferenceConfig" in configs[0]["Properties"]
+    images = [
+        json.dumps(r["Properties"]["PrimaryContainer"]["Image"])
+        for r in stack.template["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::Model"
+    ]
+    assert sum("djl-inference" in image for image in images) == 1  # the LMI batch job on g5
     assert cfn_lint_errors(stack.template, ["us-west-2"]) == []
 
 

@@ -41,6 +41,21 @@ def build_app(outdir: str | None = None) -> cdk.App:
         start_on_upload=True,
     )
 
+    # The same requests on the DJL LMI container (vLLM async mode) on 4 x A10G, the pairing the reference
+    # benchmark ran on g5 (the vLLM DLC did not start there). Started by StartExecution only.
+    BatchInference(
+        stack,
+        "OnA10G",
+        instance_type="ml.g5.12xlarge",
+        model_id="Qwen/Qwen3-32B",
+        lmi_version="20",
+        engine={"max_model_len": 4096, "max_num_seqs": 64, "tensor_parallel_size": 4},
+        speculative=QWEN3_32B_EAGLE3,
+        input_s3_uri="s3://my-requests/nightly/",
+        output_s3_uri="s3://my-answers/on-a10g/",
+        kms_key=answers_key,
+    )
+
     # Requests through InvokeEndpointAsync; answers in S3 and an SNS message; zero instances when idle.
     done = sns.Topic(
         stack,
