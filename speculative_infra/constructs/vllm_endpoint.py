@@ -43,6 +43,7 @@ from speculative_infra.constructs.props import (
     timeout_seconds,
 )
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
+from speculative_infra.constructs.served_head_refresh import replace_model_with_deployment
 from speculative_infra.constructs.vllm_model import SpeculativeVllmModel
 from speculative_infra.cost import CostEstimate
 from speculative_infra.s3_uri import S3Location
@@ -305,6 +306,9 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             grant_async_outputs(self.role, self.async_inference)
         self.endpoint_config = resources.config
         self.endpoint = resources.endpoint
+        draft = self._trained_draft
+        if draft is not None and draft.location is not None:  # a served head, resolved from SSM at deploy
+            replace_model_with_deployment(self.model, self.endpoint_config, self.endpoint)
         self.model_name: str = self.model.attr_model_name
         self.endpoint_config_name: str = self.endpoint_config.attr_endpoint_config_name
         self.endpoint_name = self.endpoint.attr_endpoint_name

@@ -14,11 +14,14 @@ import pytest
 from speculative_infra import DataCaptureOptions, EagleOptimizationJob, SpeculativeVllmEndpoint
 from speculative_infra.constructs.dashboard_body import with_placeholders
 from speculative_infra.constructs.retraining_loop import EagleRetrainingLoop, ServedEagleHead
+from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
 from tests.conftest import REPO
 
 
-def reference(stack: cdk.Stack, **props: Any) -> EagleRetrainingLoop:
+def reference(
+    stack: cdk.Stack, endpoint_props: dict[str, Any] | None = None, **props: Any
+) -> EagleRetrainingLoop:
     first = EagleOptimizationJob(
         stack,
         "Round1",
@@ -36,7 +39,7 @@ def reference(stack: cdk.Stack, **props: Any) -> EagleRetrainingLoop:
         vllm_version="0.15.1",
         engine={"max_model_len": 4096, "max_num_seqs": 64},
         speculative=head.speculative_config(num_speculative_tokens=4),
-        data_capture=DataCaptureOptions(),
+        **{"data_capture": DataCaptureOptions(), **(endpoint_props or {})},
     )
     return EagleRetrainingLoop(
         stack, "Loop", endpoint=endpoint, head=head, model_s3_uri="s3://my-models/qwen3-32b/", **props
@@ -338,6 +341,55 @@ def test_the_promoted_config_keeps_capture_and_the_new_head_is_served_from_ssm(t
     (served,) = [m for m in models if "ModelDataSource" in m["PrimaryContainer"]]
     uri = served["PrimaryContainer"]["ModelDataSource"]["S3DataSource"]["S3Uri"]
     assert uri.startswith("{{resolve:ssm:/speculative-infra/") and uri.endswith("/served-head}}")
+
+
+def _served_model(template: dict[str, Any]) -> dict[str, Any]:
+    (model,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::Model" and "ModelDataSource" in r["Properties"]["PrimaryContainer"]
+    ]
+    return model
+
+
+DIGEST = "SPECULATIVE_INFRA_DEPLOYMENT_DIGEST"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"instance_count": 2},
+        {"data_capture": DataCaptureOptions(sampling_percentage=50)},
+        {"container_startup_health_check_timeout": cdk.Duration.minutes(45)},
+        {"deployment_guardrails": DeploymentGuardrails()},  # the endpoint's DeploymentConfig only
+    ],
+)
+def test_a_config_only_change_replaces_the_model_so_the_promoted_head_is_resolved_again(template, change):
+    # CloudFormation resolves the head's dynamic reference only when it creates or updates the model: a
+    # change to the endpoint config or the endpoint alone must change the model too (its environment
+    # needs replacement), or the endpoint goes back to the head it was created with.
+    before = _served_model(template)["PrimaryContainer"]["Environment"][DIGEST]
+    changed = synth_stack(lambda stack: reference(stack, endpoint_props=change))[1]
+    after = _served_model(changed)["PrimaryContainer"]["Environment"][DIGEST]
+    assert re.fullmatch(r"[0-9a-f]{16}", before) and after != before
+
+
+def test_the_digest_is_stable_and_only_on_a_served_head(template):
+    again = synth_stack(reference)[1]
+    assert (
+        _served_model(again)["PrimaryContainer"]["Environment"][DIGEST]
+        == (_served_model(template)["PrimaryContainer"]["Environment"][DIGEST])
+    )
+    plain = synth_stack(
+        lambda stack: SpeculativeVllmEndpoint(
+            stack, "Plain", model_id="Qwen/Qwen3-8B", instance_type="ml.g6e.xlarge", vllm_version="0.15.1"
+        )
+    )[1]
+    assert all(
+        DIGEST not in r["Properties"]["PrimaryContainer"]["Environment"]
+        for r in plain["Resources"].values()
+        if r["Type"] == "AWS::SageMaker::Model"
+    )
 
 
 def test_source_model_carries_the_served_head_as_eagle_model(template):
