@@ -1,4 +1,4 @@
-"""Start, advance and finish a benchmark run: one concurrency level per is-complete invocation."""
+"""Start, advance and finish a benchmark run: one level (or rate-sweep probe) per is-complete invocation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from speculative_infra.benchmark.clock import MonotonicClock
 from speculative_infra.benchmark.config import BenchmarkConfig
+from speculative_infra.benchmark.rate_sweep import after_probe, finish_sweep, next_probe
 from speculative_infra.benchmark.report_markdown import render_markdown
 from speculative_infra.benchmark.report_svg import sweep_charts
 from speculative_infra.benchmark.sweep import BenchmarkState, new_benchmark, run_next_level_blocking
@@ -56,9 +58,10 @@ def step(
         return {"IsComplete": True}
     bucket, run_prefix = run_location(event.physical_resource_id)
     state = BenchmarkState.from_dict(get_json(s3, bucket, run_prefix + STATE))
-    if not state.done:
-        report = run_next_level_blocking(state, seconds_available=seconds_available, transport=transport)
-        state = report.state
+    pending = _pending(state)
+    if pending is not None:
+        report = run_next_level_blocking(pending, seconds_available=seconds_available, transport=transport)
+        state = after_probe(report, state.config) if state.config.rate_sweep is not None else report.state
         if report.level is not None:
             level = report.level.to_dict()
             log(level_metrics_line(state.result.target_name(), level))
@@ -70,11 +73,25 @@ def step(
                 lines,
                 "application/x-ndjson",
             )
+        if report.level is None or _pending(state) is None:
+            state = _ended(state)
         put_json(s3, bucket, run_prefix + STATE, state.to_dict())
         _write_results(s3, bucket, run_prefix, state)
-        if not state.done:
+        if _pending(state) is not None:
             return {"IsComplete": False}
     return {"IsComplete": True, "Data": _finish(event, state, f"s3://{bucket}/{run_prefix}")}
+
+
+def _pending(state: BenchmarkState) -> BenchmarkState | None:
+    """The state whose next level is to run now, or None when the run is over."""
+    if state.config.rate_sweep is not None:
+        return next_probe(state)
+    return None if state.done else state
+
+
+def _ended(state: BenchmarkState) -> BenchmarkState:
+    """A finished rate sweep carries its answer and is complete (a level sweep already is)."""
+    return finish_sweep(state, MonotonicClock()) if state.config.rate_sweep is not None else state
 
 
 def _write_results(s3: Any, bucket: str, run_prefix: str, state: BenchmarkState) -> None:
@@ -120,6 +137,7 @@ def _finish(event: BenchmarkEvent, state: BenchmarkState, results_uri: str) -> d
             "Status": str(result["status"]),
             "Error": str(result.get("error") or ""),
             "ResultsS3Uri": results_uri,
+            "MaxSustainedRate": _fmt(result.get("max_sustained_rate")),
         }
     )
     if levels:
@@ -152,6 +170,7 @@ ATTRIBUTES = (
     "CostPerMillionOutputTokens",
     "RequestGoodputHighest",
     "TokensPerChunkBaseline",
+    "MaxSustainedRate",
 )
 
 

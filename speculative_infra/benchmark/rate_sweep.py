@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .clock import Clock, MonotonicClock
 from .config import BenchmarkConfig, RateSweepConfig
@@ -34,6 +34,61 @@ def sustained(level: LevelResult, sweep: RateSweepConfig) -> bool:
     return level.good_requests / measured >= sweep.min_attainment and late <= sweep.max_p99_lateness_ms
 
 
+def sweep_position(
+    levels: Sequence[LevelResult], sweep: RateSweepConfig
+) -> tuple[float | None, float | None]:
+    """Where a sweep stands after the probes ``levels`` (in the order run): the next rate to probe (None
+    when the sweep is over) and the highest sustained rate so far. A pure function of the results, so
+    a sweep can be continued in another process (one probe per Lambda invocation)."""
+    best: float | None = None
+    failing: float | None = None
+    rate = sweep.start_rate
+    bisections = 0
+    for level in levels:
+        if sustained(level, sweep):
+            best = rate if best is None else max(best, rate)
+        else:
+            failing = rate if failing is None else min(failing, rate)
+        if failing is None:
+            if sweep.max_rate is not None and rate >= sweep.max_rate:
+                return None, best
+            rate = min(rate * 2, sweep.max_rate) if sweep.max_rate is not None else rate * 2
+            continue
+        if best is None or bisections >= sweep.bisection_steps:
+            return None, best
+        bisections += 1
+        rate = (best + failing) / 2
+    return (rate if len(levels) < _MAX_PROBES else None), best
+
+
+def next_probe(state: BenchmarkState) -> BenchmarkState | None:
+    """The state with the sweep's next probe still to run, or None when the sweep is over (or stopped:
+    an error, an interruption, a time budget)."""
+    sweep = state.config.rate_sweep
+    if sweep is None:
+        raise ValueError("next_probe needs config.rate_sweep")
+    if state.result.status != "running":
+        return None
+    rate, _ = sweep_position(state.result.levels, sweep)
+    return None if rate is None else _probe(state, rate)
+
+
+def after_probe(report: LevelReport, config: BenchmarkConfig) -> BenchmarkState:
+    """The sweep's state after a probe: the whole sweep's config again, one more level."""
+    return _restore(report.state, config)
+
+
+def finish_sweep(state: BenchmarkState, clock: Clock) -> BenchmarkState:
+    """The result with ``max_sustained_rate``; a sweep that ran to its end is complete."""
+    assert state.config.rate_sweep is not None
+    result = copy.deepcopy(state.result)
+    _, result.max_sustained_rate = sweep_position(result.levels, state.config.rate_sweep)
+    if result.status == "running":
+        result.status = "complete"
+        result.finished_at = clock.wall().isoformat(timespec="seconds")
+    return dataclasses.replace(state, result=result)
+
+
 async def run_rate_sweep(
     config: BenchmarkConfig,
     transport: Transport | None = None,
@@ -43,8 +98,7 @@ async def run_rate_sweep(
     progress: ProgressCallback | None = None,
     on_level: Callable[[LevelReport], None] | None = None,
 ) -> BenchmarkState:
-    sweep = config.rate_sweep
-    if sweep is None:
+    if config.rate_sweep is None:
         raise ValueError("run_rate_sweep needs config.rate_sweep")
     clock = clock or MonotonicClock()
     state = new_benchmark(config, clock=clock)
@@ -54,45 +108,21 @@ async def run_rate_sweep(
             transport = make_transport(state.config, clock)
     except TargetUnavailable as exc:
         return finish_with_error(state, str(exc), clock=clock)
-    best: float | None = None
-    failing: float | None = None
-    rate = sweep.start_rate
-    bisections = 0
     try:
-        for _ in range(_MAX_PROBES):
+        while (probe := next_probe(state)) is not None:
             if stop is not None and stop.is_set():
                 state = _with_status(state, "interrupted", clock)
                 break
-            report = await run_next_level(
-                _probe(state, rate), transport, clock=clock, stop=stop, progress=progress
-            )
-            state = _restore(report.state, config)
+            report = await run_next_level(probe, transport, clock=clock, stop=stop, progress=progress)
+            state = after_probe(report, config)
             if on_level is not None:
                 on_level(dataclasses.replace(report, state=state))
-            if report.level is None or report.state.result.status not in ("complete", "running"):
-                break  # could not run, aborted, interrupted: the state says why
-            if sustained(report.level, sweep):
-                best = rate if best is None else max(best, rate)
-            else:
-                failing = rate if failing is None else min(failing, rate)
-            if failing is None:
-                if sweep.max_rate is not None and rate >= sweep.max_rate:
-                    break
-                rate = min(rate * 2, sweep.max_rate) if sweep.max_rate is not None else rate * 2
-                continue
-            if best is None or bisections >= sweep.bisection_steps:
-                break
-            bisections += 1
-            rate = (best + failing) / 2
+            if report.level is None:
+                break  # could not run: the state says why
     finally:
         if owned:
             await transport.close()
-    result = copy.deepcopy(state.result)
-    result.max_sustained_rate = best
-    if result.status == "running":
-        result.status = "complete"
-        result.finished_at = clock.wall().isoformat(timespec="seconds")
-    return dataclasses.replace(state, result=result)
+    return finish_sweep(state, clock)
 
 
 def _probe(state: BenchmarkState, rate: float) -> BenchmarkState:

@@ -39,6 +39,34 @@ class BenchmarkSlo(BaseModel):
     e2el_ms: float | None = Field(default=None, gt=0)
 
 
+class BenchmarkRateSweep(BaseModel):
+    """Find the highest request rate the endpoint sustains within the SLOs (as `bench --rate-sweep`):
+    open-loop probes doubling from ``start_rate`` up to ``max_rate`` until one misses, then
+    ``bisection_steps`` halvings of the gap between the last sustained and the first missed rate."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start_rate: float = Field(gt=0, description="Requests/s of the first probe.")
+    max_rate: float = Field(gt=0, description="The highest rate probed (bounds the run's time).")
+    bisection_steps: int = Field(default=2, ge=0, le=6, description="Default: 2.")
+    min_attainment: float = Field(
+        default=0.9, gt=0, le=1, description="Share of a probe's requests within the SLOs. Default: 0.9."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BenchmarkRateSweep:
+        if self.max_rate < self.start_rate:
+            raise ValueError(f"max_rate ({self.max_rate:g}) must be >= start_rate ({self.start_rate:g})")
+        return self
+
+    def doubling_rates(self) -> list[float]:
+        """The probes before the first miss at most: start, 2 x start, ... capped at max_rate."""
+        rates = [self.start_rate]
+        while rates[-1] < self.max_rate:
+            rates.append(min(rates[-1] * 2, self.max_rate))
+        return rates
+
+
 class BenchmarkOptions(BaseModel):
     """What the post-deploy benchmark measures, and the gates a deployment must pass."""
 
@@ -56,6 +84,11 @@ class BenchmarkOptions(BaseModel):
         default=None, ge=1, description="Open loop: cap on open requests. Default: none."
     )
     slo: BenchmarkSlo | None = Field(default=None, description="Objectives for goodput. Default: none.")
+    rate_sweep: BenchmarkRateSweep | None = Field(
+        default=None,
+        description="Instead of `concurrency` / `request_rates`: the highest rate within `slo` (needs `slo`). "
+        "Default: none.",
+    )
     dataset_s3_uri: str | None = Field(
         default=None,
         description="Real prompts: an s3:// file or prefix of ShareGPT, JSON lines or SageMaker data capture "
@@ -97,8 +130,16 @@ class BenchmarkOptions(BaseModel):
             raise ValueError(f"concurrency levels must be >= 1, got {self.concurrency}")
         if self.request_rates is not None and any(not r > 0 for r in self.request_rates):
             raise ValueError(f"request rates must be > 0 (requests/s), got {self.request_rates}")
-        if self.request_rates is None and (self.max_concurrency is not None or self.burstiness != 1.0):
-            raise ValueError("max_concurrency and burstiness apply to request_rates (open loop) only")
+        open_loop = self.request_rates is not None or self.rate_sweep is not None
+        if not open_loop and (self.max_concurrency is not None or self.burstiness != 1.0):
+            raise ValueError(
+                "max_concurrency and burstiness apply to request_rates or rate_sweep (open loop) only"
+            )
+        if self.rate_sweep is not None:
+            if self.slo is None:
+                raise ValueError("rate_sweep needs slo (a rate is sustained when its requests meet it)")
+            if self.request_rates is not None:
+                raise ValueError("rate_sweep chooses the rates: give request_rates or rate_sweep, not both")
         if self.shared_prefix_tokens >= self.input_tokens:
             raise ValueError("shared_prefix_tokens must be smaller than input_tokens")
         if self.dataset_s3_uri is not None:
@@ -133,12 +174,22 @@ class BenchmarkOptions(BaseModel):
 
     def peak_open_requests(self) -> int:
         """Most requests open at once: the concurrency, or the cap (or what the top rate keeps open)."""
-        if self.request_rates is None:
+        rates = self.rate_sweep.doubling_rates() if self.rate_sweep is not None else self.request_rates
+        if rates is None:
             return max(self.concurrency)
-        uncapped = math.ceil(max(self.request_rates) * self._per_request_seconds(1))
+        uncapped = math.ceil(max(rates) * self._per_request_seconds(1))
         return min(self.max_concurrency or uncapped, uncapped)
 
     def level_estimates(self) -> list[tuple[str, float]]:
+        if self.rate_sweep is not None:
+            # Worst case: every doubling, then each bisection at whichever end of the range is slower.
+            doublings = self.rate_sweep.doubling_rates()
+            bisection = max(
+                self.estimated_rate_seconds(doublings[0]), self.estimated_rate_seconds(doublings[-1])
+            )
+            return [(f"rate {r:g}/s", self.estimated_rate_seconds(r)) for r in doublings] + [
+                (f"bisection {i + 1}", bisection) for i in range(self.rate_sweep.bisection_steps)
+            ]
         if self.request_rates is not None:
             return [(f"rate {r:g}/s", self.estimated_rate_seconds(r)) for r in self.request_rates]
         return [(f"level {c}", self.estimated_level_seconds(c)) for c in self.concurrency]
@@ -290,7 +341,7 @@ class EndpointBenchmark(Construct):
                 "concurrency_levels": self.options.concurrency,
                 **(
                     {}
-                    if self.options.request_rates is None
+                    if self.options.request_rates is None and self.options.rate_sweep is None
                     else {
                         "request_rates": self.options.request_rates,
                         "burstiness": self.options.burstiness,
@@ -303,6 +354,14 @@ class EndpointBenchmark(Construct):
             },
             "cost": {"price_per_hour": price, "instance_count": info.instance_count},
             "slo": self.options.slo.model_dump() if self.options.slo is not None else None,
+            "rate_sweep": None
+            if self.options.rate_sweep is None
+            else {
+                "start_rate": self.options.rate_sweep.start_rate,
+                "max_rate": self.options.rate_sweep.max_rate,
+                "bisection_steps": self.options.rate_sweep.bisection_steps,
+                "min_attainment": self.options.rate_sweep.min_attainment,
+            },
             "label": info.label,
         }
         gates = {
@@ -340,6 +399,10 @@ class EndpointBenchmark(Construct):
                 "RequestGoodputHighest",
             )
         }
+        # The rate sweep's answer, requests/s ("" without a sweep or when even start_rate missed).
+        self.max_sustained_rate = self.resource.get_att_string("MaxSustainedRate")
+        if self.options.rate_sweep is not None:
+            self.attributes["MaxSustainedRate"] = self.max_sustained_rate
         # Mean tokens per chunk at the lowest level ("0" when not measured: an alarm against it never fires).
         self.tokens_per_chunk_baseline = self.resource.get_att_string("TokensPerChunkBaseline")
         if outputs:
@@ -351,7 +414,9 @@ class EndpointBenchmark(Construct):
     def series(self) -> BenchmarkSeries:
         """The EMF series each run publishes (one per level), for dashboards and alarms."""
         dimension: Literal["Concurrency", "RequestRate"]
-        if self.options.request_rates is not None:
+        if self.options.rate_sweep is not None:  # the doublings; bisection probes are in the results only
+            dimension, values = "RequestRate", [f"{r:g}" for r in self.options.rate_sweep.doubling_rates()]
+        elif self.options.request_rates is not None:
             dimension, values = "RequestRate", [f"{r:g}" for r in self.options.request_rates]
         else:
             dimension, values = "Concurrency", [str(c) for c in self.options.concurrency]

@@ -17,8 +17,9 @@ from speculative_infra.benchmark.config import (
     SloConfig,
     WorkloadConfig,
 )
-from speculative_infra.benchmark.rate_sweep import run_rate_sweep
+from speculative_infra.benchmark.rate_sweep import run_rate_sweep, sweep_position
 from speculative_infra.benchmark.recorder import StreamRecorder
+from speculative_infra.benchmark.results import LevelResult
 from speculative_infra.benchmark.transports.base import WireRequest
 from speculative_infra.cli.main import main
 
@@ -131,3 +132,44 @@ def test_sustained_boundaries() -> None:
     assert not sustained(dataclasses.replace(base, p99_client_lag_ms=100.01), rule)
     assert not sustained(dataclasses.replace(base, good_requests=None), rule)  # no SLO judged
     assert not sustained(dataclasses.replace(base, completed=0, failed=0, good_requests=0), rule)
+
+
+def _probe_level(rate: float, good: int, measured: int = 10, lag_ms: float = 1.0) -> LevelResult:
+    return LevelResult(
+        concurrency=0,
+        request_rate=rate,
+        complete=True,
+        stop_reason="completed",
+        warmup_requests=0,
+        planned_requests=measured,
+        completed=measured,
+        failed=0,
+        cancelled=0,
+        good_requests=good,
+        p99_client_lag_ms=lag_ms,
+    )
+
+
+def test_sweep_position_replays_a_sweep_from_its_levels_alone() -> None:
+    # What a Lambda sees between invocations: only the probes so far. 1 and 2 sustained, 4 missed; then
+    # bisections 3 (sustained) and 3.5 (missed); with two steps the answer is 3.
+    config = RateSweepConfig(start_rate=1.0, bisection_steps=2)
+    seen = [
+        _probe_level(1, 10),
+        _probe_level(2, 9),
+        _probe_level(4, 8),
+        _probe_level(3, 10),
+        _probe_level(3.5, 5),
+    ]
+    expected_next = [2.0, 4.0, 3.0, 3.5, None]
+    for count, rate in enumerate(expected_next, start=1):
+        assert sweep_position(seen[:count], config)[0] == rate
+    assert sweep_position(seen, config) == (None, 3.0)
+    assert sweep_position([], config) == (1.0, None)
+
+
+def test_a_late_client_does_not_count_as_sustained() -> None:
+    # 10 of 10 good, but sent 150 ms late at p99 (> 100 ms): the client, not the server, fell behind.
+    config = RateSweepConfig(start_rate=1.0, bisection_steps=1)
+    assert sweep_position([_probe_level(1, 10, lag_ms=150.0)], config) == (None, None)
+    assert sweep_position([_probe_level(1, 10, lag_ms=100.0)], config) == (2.0, 1.0)

@@ -117,6 +117,22 @@ def test_memory_sized_for_the_concurrency():
         ({"output_length": "record"}, "apply with dataset_s3_uri only"),
         ({"request_rates": [0.05], "requests_per_level": 60}, "rate 0.05/s is estimated"),
         ({"slo": {"ttft_ms": 0}}, "slo.ttft_ms"),
+        ({"rate_sweep": {"start_rate": 1, "max_rate": 8}}, "rate_sweep needs slo"),
+        (
+            {"rate_sweep": {"start_rate": 1, "max_rate": 8}, "slo": {"ttft_ms": 500}, "request_rates": [1]},
+            "give request_rates or rate_sweep, not both",
+        ),
+        ({"rate_sweep": {"start_rate": 4, "max_rate": 2}, "slo": {"ttft_ms": 500}}, "must be >= start_rate"),
+        ({"rate_sweep": {"start_rate": 1}, "slo": {"ttft_ms": 500}}, "max_rate"),
+        # 81 requests at 0.1 requests/s: 13.5 minutes, more than one Lambda invocation can run.
+        (
+            {
+                "rate_sweep": {"start_rate": 0.1, "max_rate": 0.4},
+                "slo": {"ttft_ms": 500},
+                "requests_per_level": 80,
+            },
+            "rate 0.1/s is estimated",
+        ),
     ],
 )
 def test_options_that_cannot_work_fail_at_synth(options, message):
@@ -182,6 +198,38 @@ def test_open_loop_dataset_and_slo_reach_the_engine_config_and_the_role():
     }
     policies = json.dumps([r for r in raw["Resources"].values() if r["Type"] == "AWS::IAM::Policy"])
     assert "qwen3/AllTraffic/*" in policies and '"s3:prefix": ["qwen3/AllTraffic/*"]' in policies
+    assert cfn_lint_errors(raw) == []
+
+
+def test_rate_sweep_reaches_the_engine_and_its_answer_is_an_output():
+    from speculative_infra.benchmark.config import RateSweepConfig
+
+    options = {
+        "rate_sweep": {"start_rate": 0.5, "max_rate": 3, "bisection_steps": 1},
+        "slo": {"ttft_ms": 800},
+        "requests_per_level": 16,
+    }
+    stack_holder = {}
+
+    def build(stack):
+        stack_holder["endpoint"] = test_vllm_endpoint.reference(stack, benchmark=options)
+
+    _, raw = synth_stack(build)
+    resource = next(r for r in raw["Resources"].values() if r["Type"] == "Custom::EndpointBenchmark")
+    config_text = "".join(
+        p if isinstance(p, str) else "" for p in resource["Properties"]["Config"]["Fn::Join"][1]
+    )
+    config = json.loads("{" + config_text[config_text.index('"workload"') :])
+    # The engine's own config type accepts what the construct wrote.
+    assert RateSweepConfig(**config["rate_sweep"]) == RateSweepConfig(
+        start_rate=0.5, max_rate=3, bisection_steps=1, min_attainment=0.9
+    )
+    assert config["load"].get("request_rates") is None and config["slo"]["ttft_ms"] == 800
+    outputs = [o["Value"] for o in raw["Outputs"].values() if isinstance(o["Value"], dict)]
+    assert any(v.get("Fn::GetAtt", [None, None])[1] == "MaxSustainedRate" for v in outputs)
+    benchmark = stack_holder["endpoint"].benchmark
+    # The dashboard's series: the doublings (0.5, 1, 2, then the cap 3); bisection probes are in the results.
+    assert benchmark.series().level_values == ["0.5", "1", "2", "3"]
     assert cfn_lint_errors(raw) == []
 
 

@@ -70,6 +70,7 @@ def event(
     levels: list[int] | None = None,
     load: dict[str, Any] | None = None,
     slo: dict[str, float] | None = None,
+    rate_sweep: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     config = {
         "target": {
@@ -84,6 +85,7 @@ def event(
         or {"concurrency_levels": levels or [1, 2], "requests_per_level": 4, "warmup_requests": 1},
         "cost": {"price_per_hour": 4.2039, "instance_count": 1},
         "slo": slo,
+        "rate_sweep": rate_sweep,
         "label": "test",
     }
     return {
@@ -274,3 +276,28 @@ def test_acceptance_baseline_is_the_lowest_levels_tokens_per_chunk(runtime: Serv
     response, _, _ = run(runtime, s3, endpoint="spec")  # 3 tokens per chunk
     # 20 output tokens per request in chunks of 3: 7 chunks (the last carries 2), 20 / 7 tokens per chunk.
     assert response["Data"]["TokensPerChunkBaseline"] == f"{20 / 7:.3f}"
+
+
+SWEEP_LOAD = {"requests_per_level": 6, "warmup_requests": 1}
+
+
+def test_rate_sweep_one_probe_per_invocation(runtime: ServerProcess, s3: Any) -> None:
+    # Every request of the stand-in is far within 5 s: each doubling is sustained up to max_rate.
+    sweep = {"start_rate": 4, "max_rate": 16, "bisection_steps": 2}
+    response, calls, physical = run(runtime, s3, load=SWEEP_LOAD, slo={"ttft_ms": 5000}, rate_sweep=sweep)
+    data = response["Data"]
+    assert calls == 3 and data["Status"] == "complete" and data["MaxSustainedRate"] == "16.000"
+    results = json.loads(_objects(s3, physical)["results.json"])
+    assert [lv["request_rate"] for lv in results["levels"]] == [4.0, 8.0, 16.0]
+    assert results["max_sustained_rate"] == 16.0 and results["status"] == "complete"
+
+
+def test_rate_sweep_that_misses_at_once_finds_nothing(runtime: ServerProcess, s3: Any) -> None:
+    # A 1 ms TTFT objective no request meets (the stand-in answers after 40 ms).
+    sweep = {"start_rate": 4, "max_rate": 16}
+    response, calls, physical = run(runtime, s3, load=SWEEP_LOAD, slo={"ttft_ms": 1}, rate_sweep=sweep)
+    assert (
+        calls == 1 and response["Data"]["MaxSustainedRate"] == "" and response["Data"]["Status"] == "complete"
+    )
+    results = json.loads(_objects(s3, physical)["results.json"])
+    assert [lv["request_rate"] for lv in results["levels"]] == [4.0] and results["max_sustained_rate"] is None
