@@ -4,7 +4,11 @@ Part 0, the table of issue 16: against a ground truth with known timings (TTFT 2
 20 ms chunk, 560-token streams, closed loop, N = 2C measured after C warm-ups) at C = 64, 128 and 256
 on one client core, for every transport: the HTTP one, the SageMaker asyncio client and the
 SageMaker boto3 client. Targets at C = 256: median TTFT error <= 2 ms, p99 TTFT error <= 10 ms,
-output-throughput error <= 1 %, p99 client lag <= 5 ms. ``--table`` runs only this part.
+output-throughput error <= 1 %, p99 client lag <= 5 ms. ``--table`` runs only this part. The server's
+TTFT clock starts when a request's first bytes arrive; each row also splits the error into the
+client's read delay (first token stamped after the server wrote it: the engine's own error) and the
+send-to-arrival time (the client's send stamp to the server's arrival stamp: loopback plus how soon
+the stand-in's loop got to the socket).
 
 Part 1, accuracy: the engine's median TTFT, median TPOT and output throughput against the
 configured truth of the stand-in server (targets: 2 ms, 2 ms, 2 %), for the HTTP
@@ -185,6 +189,19 @@ def table(server: ServerProcess, kind: str, levels: tuple[int, ...]) -> list[dic
             for r in measured
             if r.request_id in truth and r.ttft_ms is not None
         )
+        # Where the rest of the error comes from, per request. The records' times count from the level's
+        # start; the fastest request's send-to-arrival (loopback, some 30 us) places that start on the
+        # server's clock. Read delay: the client stamping the first token after the server wrote it (the
+        # engine's own error); send to arrival: the server stamping a request after the client sent it
+        # (the stand-in's, counted in the TTFT error above since its clock starts at arrival).
+        timed = [r for r in measured if r.request_id in truth and r.first_token_at_s is not None]
+        level_start = min(truth[r.request_id]["received_at"] - r.sent_at_s for r in timed)
+        read_delay = sorted(
+            (level_start + r.first_token_at_s - truth[r.request_id]["first_content_at"]) * 1000 for r in timed
+        )
+        send_to_arrival = sorted(
+            (truth[r.request_id]["received_at"] - level_start - r.sent_at_s) * 1000 for r in timed
+        )
         assert level.median_ttft_ms and level.p99_ttft_ms and level.output_throughput
         configured_ms = behavior.ttft_s * 1000
         row = {
@@ -196,6 +213,9 @@ def table(server: ServerProcess, kind: str, levels: tuple[int, ...]) -> list[dic
             "server_p99_ttft_late_ms": _p99(server_ttft) - configured_ms,
             "median_ttft_error_vs_server_ms": statistics.median(excess),
             "p99_ttft_error_vs_server_ms": _p99(excess),
+            "p99_read_delay_ms": _p99(read_delay),
+            "median_send_to_arrival_ms": statistics.median(send_to_arrival),
+            "p99_send_to_arrival_ms": _p99(send_to_arrival),
             "throughput_error_pct": (level.output_throughput * e2el / (concurrency * OUTPUT_TOKENS) - 1)
             * 100,
             "p99_client_lag_ms": level.p99_client_lag_ms or 0.0,
@@ -211,7 +231,9 @@ def _table_line(row: dict[str, Any]) -> str:
     return (
         f"  {row['transport']:17} C={row['concurrency']:<4} TTFT error p50 {row['median_ttft_error_ms']:+6.2f} ms"
         f"  p99 {row['p99_ttft_error_ms']:+7.2f} ms (vs server p50/p99 {row['median_ttft_error_vs_server_ms']:+5.2f}/"
-        f"{row['p99_ttft_error_vs_server_ms']:+5.2f}; server late p99 {row['server_p99_ttft_late_ms']:+5.2f})"
+        f"{row['p99_ttft_error_vs_server_ms']:+5.2f}; server late p99 {row['server_p99_ttft_late_ms']:+5.2f};"
+        f" client read delay p99 {row['p99_read_delay_ms']:.2f}; send to server arrival p50/p99"
+        f" {row['median_send_to_arrival_ms']:.2f}/{row['p99_send_to_arrival_ms']:.2f})"
         f"  throughput {row['throughput_error_pct']:+6.2f}%  lag p99 {row['p99_client_lag_ms']:6.2f} ms"
         f"  client CPU {row['client_cpu_pct']:3.0f}%  {'meets targets' if row['meets_targets'] else 'MISSES'}"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import re
 import sys
@@ -65,6 +66,53 @@ class _Disconnect(Exception):
     pass
 
 
+class _TurnSlicer:
+    """Lets request handlers run at most ``SLICE_S`` of CPU per event-loop turn; the rest wait a turn.
+
+    asyncio polls its sockets only between turns, and a burst of 256 requests (each parsed, its
+    signature verified: a few hundred µs) done in one turn would leave every request arriving meanwhile
+    unstamped for tens of milliseconds, a delay the truth would then pin on the client.
+    """
+
+    SLICE_S = 0.0005
+
+    def __init__(self) -> None:
+        self._slice_end: float | None = None
+
+    async def turn(self) -> None:
+        while True:
+            now = time.perf_counter()
+            if self._slice_end is None:
+                self._slice_end = now + self.SLICE_S
+                asyncio.get_running_loop().call_soon(self._next_turn)
+                return
+            if now < self._slice_end:
+                return
+            await asyncio.sleep(0)
+
+    def _next_turn(self) -> None:
+        self._slice_end = None
+
+
+class _ArrivalStampingProtocol(asyncio.StreamReaderProtocol):
+    """Stamps when a request's first bytes arrive, before the server spends any time on it.
+
+    The truth starts there: a burst of requests is read, verified and parsed one after another, and a
+    TTFT counted from when the handler got to each one would add the server's own queueing to what
+    the client under test is blamed for.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, handler: Any) -> None:
+        super().__init__(reader, handler)
+        self._arrival_reader = reader
+
+    def data_received(self, data: bytes) -> None:
+        reader = self._arrival_reader
+        if getattr(reader, "arrived_at", None) is None:
+            reader.arrived_at = time.perf_counter()  # type: ignore[attr-defined]
+        super().data_received(data)
+
+
 class StandInServer:
     def __init__(self, scenarios: dict[str, Behavior], host: str = "127.0.0.1", port: int = 0) -> None:
         if host not in ("127.0.0.1", "localhost"):
@@ -76,6 +124,7 @@ class StandInServer:
         self._server: asyncio.Server | None = None
         self.truth: list[Truth] = []
         self._served: defaultdict[str, int] = defaultdict(int)
+        self._slicer = _TurnSlicer()
 
     @property
     def port(self) -> int:
@@ -83,7 +132,12 @@ class StandInServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._connection, self._host, self._port, backlog=2048)
+        loop = asyncio.get_running_loop()
+
+        def protocol() -> asyncio.StreamReaderProtocol:
+            return _ArrivalStampingProtocol(asyncio.StreamReader(), self._connection)
+
+        self._server = await loop.create_server(protocol, self._host, self._port, backlog=2048)
 
     async def close(self) -> None:
         if self._server is not None:
@@ -100,7 +154,9 @@ class StandInServer:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
-                received_at = time.perf_counter()
+                # When the request's first bytes arrived (stamped by the protocol); the next request's
+                # bytes stamp anew once this one is read.
+                received_at = getattr(reader, "arrived_at", None) or time.perf_counter()
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = lines[0].split(" ", 2)
                 headers = {}
@@ -109,6 +165,8 @@ class StandInServer:
                         name, value = line.split(":", 1)
                         headers[name.strip().lower()] = value.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                reader.arrived_at = None  # type: ignore[attr-defined]
+                await self._slicer.turn()
                 await self._route(method, path.split("?", 1)[0], path, headers, body, received_at, writer)
                 if headers.get("connection", "").lower() == "close":
                     return
@@ -215,7 +273,7 @@ class StandInServer:
         self.truth.append(truth)
         self._start_chunked(writer, "text/event-stream", {})
         emit = _SseEmitter(writer, self._chunk)
-        await _stream(behavior, _OpenAIChunks(api, request, behavior), truth, emit, writer)
+        await _stream(behavior, _OpenAIChunks(api, request, behavior), truth, emit, writer, self._slicer)
 
     async def _sagemaker(
         self,
@@ -262,7 +320,7 @@ class StandInServer:
             _LmiChunks(request, behavior) if lmi else _OpenAIChunks("chat/completions", request, behavior)
         )
         emit = _EventStreamEmitter(writer, self._chunk, behavior)
-        await _stream(behavior, chunks, truth, emit, writer)
+        await _stream(behavior, chunks, truth, emit, writer, self._slicer)
 
 
 def _params(request: dict[str, Any]) -> dict[str, Any]:
@@ -306,11 +364,6 @@ class _OpenAIChunks(_Chunks):
     def _event(self, obj: dict[str, Any]) -> bytes:
         return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
 
-    def _choice(self, text: str, finish: str | None) -> dict[str, Any]:
-        if self._chat:
-            return {"index": 0, "delta": {"content": text}, "finish_reason": finish}
-        return {"index": 0, "text": text, "finish_reason": finish}
-
     def role(self) -> bytes | None:
         if not (self._chat and self._behavior.role_chunk):
             return None
@@ -319,12 +372,7 @@ class _OpenAIChunks(_Chunks):
 
     def content(self, index: int, tokens: int, last: bool) -> bytes:
         finish = "length" if last and not self._behavior.omit_done else None
-        obj = {
-            "id": "x",
-            "object": "chat.completion.chunk" if self._chat else "text_completion",
-            "choices": [self._choice(self._behavior.text * tokens, finish)],
-        }
-        return self._event(obj)
+        return _openai_content(self._chat, self._behavior.text, tokens, finish)
 
     def tail(self) -> bytes:
         if self._behavior.omit_done:
@@ -341,6 +389,20 @@ class _OpenAIChunks(_Chunks):
 
     def error(self) -> bytes:
         return self._event({"error": {"object": "error", "message": "stand-in stream error", "code": 500}})
+
+
+@functools.lru_cache(maxsize=256)
+def _openai_content(chat: bool, text: str, tokens: int, finish: str | None) -> bytes:
+    """A content chunk's bytes: the same for every chunk of a kind, so built once (a stand-in that spends
+    its time encoding is late to read the requests it is the truth for)."""
+    delta = {"index": 0, "delta": {"content": text * tokens}, "finish_reason": finish}
+    plain = {"index": 0, "text": text * tokens, "finish_reason": finish}
+    obj = {
+        "id": "x",
+        "object": "chat.completion.chunk" if chat else "text_completion",
+        "choices": [delta if chat else plain],
+    }
+    return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
 
 
 class _LmiChunks(_Chunks):
@@ -419,9 +481,7 @@ class _EventStreamEmitter(_SseEmitter):
     async def data(self, data: bytes) -> None:
         if not data:
             return
-        size = self._behavior.part_size or len(data)
-        frames = b"".join(payload_part(data[i : i + size]) for i in range(0, len(data), size))
-        await self._chunk(self._writer, frames)
+        await self._chunk(self._writer, _payload_parts(data, self._behavior.part_size))
 
     async def stream_error(self, data: bytes) -> None:
         code = (
@@ -430,6 +490,13 @@ class _EventStreamEmitter(_SseEmitter):
         await self._chunk(
             self._writer, exception_event(self._behavior.stream_error_type, "stand-in failure", code)
         )
+
+
+@functools.lru_cache(maxsize=1024)
+def _payload_parts(data: bytes, part_size: int | None) -> bytes:
+    """PayloadPart events carrying ``data`` (cut into ``part_size`` pieces), built once per distinct chunk."""
+    size = part_size or len(data)
+    return b"".join(payload_part(data[i : i + size]) for i in range(0, len(data), size))
 
 
 async def _sleep_until_precisely(due: float) -> None:
@@ -443,9 +510,16 @@ async def _sleep_until_precisely(due: float) -> None:
 
 
 async def _stream(
-    behavior: Behavior, chunks: _Chunks, truth: Truth, emit: _SseEmitter, writer: asyncio.StreamWriter
+    behavior: Behavior,
+    chunks: _Chunks,
+    truth: Truth,
+    emit: _SseEmitter,
+    writer: asyncio.StreamWriter,
+    slicer: _TurnSlicer,
 ) -> None:
-    """Emit a response on the configured schedule, recording when each content chunk went out."""
+    """Emit a response on the configured schedule, recording when each content chunk went out. Every
+    chunk but the first (the TTFT truth, written on time whatever else is due) takes its turn in the
+    slicer, so bursts of writes leave the loop free to stamp arriving requests."""
     start = truth.received_at
     role = chunks.role()
     if role:
@@ -459,8 +533,10 @@ async def _stream(
         due = start + behavior.ttft_s + i * behavior.chunk_interval_s
         if i == 0:
             await _sleep_until_precisely(due)
-        elif (delay := due - time.perf_counter()) > 0:
-            await asyncio.sleep(delay)
+        else:
+            if (delay := due - time.perf_counter()) > 0:
+                await asyncio.sleep(delay)
+            await slicer.turn()
         tokens = min(per_chunk, total - i * per_chunk)
         await emit.data(chunks.content(i, tokens, last=i == n_chunks - 1))
         now = time.perf_counter()
