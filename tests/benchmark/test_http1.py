@@ -6,13 +6,20 @@ import asyncio
 import datetime
 import ipaddress
 import ssl
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from speculative_infra.benchmark.clock import MonotonicClock
-from speculative_infra.benchmark.transports.http1 import ConnectionPool, HttpError, Origin, request_head
+from speculative_infra.benchmark.transports.http1 import (
+    ConnectionPool,
+    HttpError,
+    Origin,
+    ParsePump,
+    request_head,
+)
 
 Script = Callable[[bytes], list[bytes]]  # the request's bytes -> what the server writes, piece by piece
 
@@ -287,3 +294,32 @@ def test_a_kept_alive_connection_closed_by_the_server_is_replaced_once() -> None
 
     bodies, connections = asyncio.run(main())
     assert bodies == [b"ok", b"ok"] and connections == 2
+
+
+def test_the_parse_pump_lets_the_loop_poll_between_slices() -> None:
+    # Twenty connections with 0.2 ms of parsing each (4 ms in all): a callback queued during the first
+    # slice (as a socket read would be) must run before the pump has worked through all of them.
+    order: list[object] = []
+
+    class Busy:
+        def __init__(self, index: int) -> None:
+            self.index = index
+
+        def process(self) -> None:
+            end = time.perf_counter() + 0.0002
+            while time.perf_counter() < end:
+                pass
+            order.append(self.index)
+            if self.index == 0:
+                asyncio.get_running_loop().call_soon(order.append, "read")
+
+    async def main() -> None:
+        pump = ParsePump()
+        for i in range(20):
+            pump.add(Busy(i))  # type: ignore[arg-type]
+        while len(order) < 21:
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [i for i in order if i != "read"] == list(range(20))  # every one parsed, in order
+    assert order.index("read") < 20  # polled before the last connection was parsed
