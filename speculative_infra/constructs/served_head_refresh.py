@@ -20,26 +20,27 @@ from aws_cdk import IStableStringProducer, Lazy, Stack
 from aws_cdk import aws_sagemaker as sagemaker
 
 CONFIG_DIGEST_ENV = "SPECULATIVE_INFRA_DEPLOYMENT_DIGEST"
-# Everything of the endpoint config a deployment can change (its CloudFormation properties).
+# The endpoint config's properties whose change replaces it (its schema's createOnlyProperties; a tag
+# change is made in place and leaves the endpoint alone, so tags are not here).
 _CONFIG_PROPERTIES = (
     "production_variants",
     "shadow_production_variants",
     "data_capture_config",
     "async_inference_config",
     "explainer_config",
+    "metrics_config",
     "kms_key_id",
     "execution_role_arn",
     "enable_network_isolation",
     "vpc_config",
-    "tags",
+    "endpoint_config_name",
 )
-# What a deployment can change on the endpoint itself (UpdateEndpoint with CloudFormation's config).
+# The endpoint's properties whose change calls UpdateEndpoint with CloudFormation's config (tags do not).
 _ENDPOINT_PROPERTIES = (
     "deployment_config",
     "retain_all_variant_properties",
     "exclude_retained_variant_properties",
     "retain_deployment_config",
-    "tags",
 )
 
 
@@ -53,8 +54,9 @@ class _DeploymentDigest:
         for resource, names in self._parts:
             stack = Stack.of(resource)
             for name in names:
-                value = resource.tags.render_tags() if name == "tags" else getattr(resource, name, None)
-                properties[f"{resource.cfn_resource_type}.{name}"] = stack.resolve(value)
+                properties[f"{resource.cfn_resource_type}.{name}"] = stack.resolve(
+                    getattr(resource, name, None)
+                )
         text = json.dumps(properties, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

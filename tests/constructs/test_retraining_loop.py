@@ -486,3 +486,26 @@ def test_keys_are_granted_where_the_cycle_uses_them():
     for prefix in ("LoopDatasetFunctionRole", "LoopEvaluateFunctionRole"):
         statements = next(v for k, v in policies.items() if k.startswith(prefix))
         assert any("kms:Decrypt" in json.dumps(st["Action"]) for st in statements), prefix
+
+
+def test_a_tag_change_does_not_replace_the_model(template):
+    # Tags on the endpoint config and the endpoint change in place, without UpdateEndpoint: no revert to
+    # undo, and no model replacement (which would redeploy the endpoint) for a tag.
+    def tagged(stack: cdk.Stack) -> None:
+        loop = reference(stack)
+        cdk.Tags.of(loop.node.scope).add("team", "inference")
+
+    after = _served_model(synth_stack(tagged)[1])["PrimaryContainer"]["Environment"][DIGEST]
+    assert after == _served_model(template)["PrimaryContainer"]["Environment"][DIGEST]
+
+
+def test_the_digest_follows_every_replacing_property_of_the_endpoint_config():
+    # The properties CloudFormation replaces an endpoint config for, from cfn-lint's resource schema.
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    from speculative_infra.constructs.served_head_refresh import _CONFIG_PROPERTIES
+
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", "AWS::SageMaker::EndpointConfig").schema
+    replacing = {p.rsplit("/", 1)[1] for p in schema["createOnlyProperties"]}
+    covered = {"".join(w.capitalize() for w in name.split("_")) for name in _CONFIG_PROPERTIES}
+    assert replacing <= covered, replacing - covered
