@@ -35,7 +35,7 @@ from speculative_infra.spec import EngineArgs, SpeculativeConfig
 
 # The answer's length bounds an invocation: at most max_model_len tokens, each this long with the
 # instance busy with a full batch. The slowest published pace: Qwen3-32B on ml.g5.12xlarge, 32 requests
-# in flight, 600-token answers in up to 45.8 s, 76 ms a token, 28% slower than at 16 (aws-samples/
+# in flight, 600-token answers in up to 45.8 s, 76 ms a token, 27% slower than at 16 (aws-samples/
 # sagemaker-genai-hosting-examples@3de810a6 07-benchmark/sagemaker-inference-benchmark-suite/results/
 # backup_mar_9/qwen3-vanilla-g512xl_..._long_context_..._20260309_203530.csv); more requests in flight
 # (max_num_seqs 64 here by default) are slower still. `speculative-infra bench --mode batch` measures the pace of a given deployment.
