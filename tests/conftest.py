@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from moto.server import ThreadedMotoServer
 
 from speculative_infra.cli.main import main
 
@@ -72,3 +73,13 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
         return code, out, err
 
     return run
+
+
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[str]:
+    """A local moto S3 server per test module (boto3 speaks the real wire protocol to it)."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

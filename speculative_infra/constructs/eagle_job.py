@@ -42,6 +42,20 @@ DEFAULT_MAX_RUNTIME = Duration.hours(8)  # wait=False; a waited job must end wit
 DRAFT_MOUNT_PATH = "/opt/ml/model"
 
 
+def mounted_draft_config(
+    method: str, num_speculative_tokens: int, extra: dict[str, Any]
+) -> SpeculativeConfig:
+    """The speculative config of a draft the endpoint mounts at DRAFT_MOUNT_PATH."""
+    return SpeculativeConfig.model_validate(
+        {
+            "method": method,
+            "model": DRAFT_MOUNT_PATH,
+            "num_speculative_tokens": num_speculative_tokens,
+            **extra,
+        }
+    )
+
+
 @dataclass(frozen=True)
 class TrainedDraft:
     """A draft head trained by an EagleOptimizationJob, ready to mount on an endpoint.
@@ -275,16 +289,8 @@ class EagleOptimizationJob(Construct):
     def as_speculative_config(self, *, num_speculative_tokens: int, **extra: Any) -> TrainedDraft:
         """A speculative config for SpeculativeVllmEndpoint that serves this job's draft."""
         method = "eagle3" if self.technique == "eagle3" else "eagle"
-        config = SpeculativeConfig.model_validate(
-            {
-                "method": method,
-                "model": DRAFT_MOUNT_PATH,
-                "num_speculative_tokens": num_speculative_tokens,
-                **extra,
-            }
-        )
         return TrainedDraft(
-            config=config,
+            config=mounted_draft_config(method, num_speculative_tokens, extra),
             bucket=self.output_bucket,
             key_prefix=self.draft_key_prefix,
             job=self.resource,

@@ -28,7 +28,7 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from speculative_infra.constructs.custom_resource import handler_code, handler_function, stage_engine_handler
-from speculative_infra.constructs.eagle_job import DRAFT_MOUNT_PATH, EagleOptimizationJob, TrainedDraft
+from speculative_infra.constructs.eagle_job import EagleOptimizationJob, TrainedDraft, mounted_draft_config
 from speculative_infra.constructs.execution_role import (
     acknowledge_execution_permissions,
     add_execution_permissions,
@@ -43,7 +43,6 @@ from speculative_infra.constructs.policies import (
 )
 from speculative_infra.constructs.schedules import schedule_state_machine
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
-from speculative_infra.spec import SpeculativeConfig
 
 EAGLE_CHANNEL = "eagle_model"
 METRIC_NAMESPACE = "SpeculativeInfra/EagleRetraining"
@@ -103,16 +102,8 @@ class ServedEagleHead(Construct):
     ) -> TrainedDraft:
         """For SpeculativeVllmEndpoint(speculative=...): the head mounted at /opt/ml/model from wherever the
         parameter points when CloudFormation deploys the model."""
-        config = SpeculativeConfig.model_validate(
-            {
-                "method": method,
-                "model": DRAFT_MOUNT_PATH,
-                "num_speculative_tokens": num_speculative_tokens,
-                **extra,
-            }
-        )
         return TrainedDraft(
-            config=config,
+            config=mounted_draft_config(method, num_speculative_tokens, extra),
             bucket=self.heads_bucket,
             key_prefix=self.heads_prefix,
             job=self.parameter,
@@ -677,38 +668,22 @@ class EagleRetrainingLoop(Construct):
             },
             result_path="$.evaluation",
         )
-        delete_candidate = call(
-            "DeleteCandidateEndpoint",
-            sm,
-            "deleteEndpoint",
-            {"EndpointName.$": candidate},
-            [self._arn("endpoint", f"{self.prefix}-*")],
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        delete_control = call(
-            "DeleteControlEndpoint",
-            sm,
-            "deleteEndpoint",
-            {"EndpointName.$": control},
-            [self._arn("endpoint", f"{self.prefix}-*")],
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        cleanup = call(
-            "CleanUpCandidate",
-            sm,
-            "deleteEndpoint",
-            {"EndpointName.$": candidate},
-            [self._arn("endpoint", f"{self.prefix}-*")],
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        cleanup_control = call(
-            "CleanUpControl",
-            sm,
-            "deleteEndpoint",
-            {"EndpointName.$": control},
-            [self._arn("endpoint", f"{self.prefix}-*")],
-            result_path=sfn.JsonPath.DISCARD,
-        )
+
+        def delete_endpoint(id_: str, name: str) -> tasks.CallAwsService:
+            return call(
+                id_,
+                sm,
+                "deleteEndpoint",
+                {"EndpointName.$": name},
+                [self._arn("endpoint", f"{self.prefix}-*")],
+                result_path=sfn.JsonPath.DISCARD,
+            )
+
+        # After the evaluation, and (as the clean-up) after any failure once the endpoints exist.
+        delete_candidate = delete_endpoint("DeleteCandidateEndpoint", candidate)
+        delete_control = delete_endpoint("DeleteControlEndpoint", control)
+        cleanup = delete_endpoint("CleanUpCandidate", candidate)
+        cleanup_control = delete_endpoint("CleanUpControl", control)
         cycle_failed = sfn.Fail(self, "CycleFailed", error="CycleFailed", cause_path="$.error.Cause")
         # Each deletion is tried (with retries) whatever the other did; the cycle then fails with its cause.
         cleanup.add_catch(cleanup_control, errors=["States.ALL"], result_path="$.cleanupError")

@@ -5,12 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from speculative_infra.benchmark.config import (
     ConfigError,
@@ -154,15 +152,6 @@ def test_a_level_sends_the_dataset_and_counts_each_requests_own_length(tmp_path:
         6.5
     )
     assert result.input_tokens_source == {"estimate": 4} and result.mean_input_tokens == pytest.approx(6.0)
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 def test_a_data_capture_prefix_in_s3(s3_server: str, aws_env: None, monkeypatch: pytest.MonkeyPatch) -> None:

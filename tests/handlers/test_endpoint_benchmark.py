@@ -9,7 +9,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from speculative_infra_lambda.endpoint_benchmark import handler
 from speculative_infra_lambda.endpoint_benchmark.emf import NAMESPACE, level_metrics_line
@@ -30,15 +29,6 @@ BUCKET = "bench-results-test"
 def runtime() -> Iterator[ServerProcess]:
     with ServerProcess(SCENARIOS) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture

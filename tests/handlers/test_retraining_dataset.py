@@ -4,14 +4,12 @@ chat, completions and LMI requests, streamed and failed answers) -> ShareGPT, ag
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from speculative_infra_lambda.retraining_dataset import handler
 from speculative_infra_lambda.retraining_dataset.build import DatasetBuild
@@ -71,15 +69,6 @@ def test_sharegpt_output_is_what_the_optimization_job_reads():
 def test_malformed_lines_name_their_reason(line, reason):
     with pytest.raises(Dropped, match=reason):
         conversation(line)
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture
