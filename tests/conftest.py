@@ -15,6 +15,11 @@ from speculative_infra.cli.main import main
 
 # jsii prints a Node end-of-life banner on Node 20; it is noise in test output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# The CDK's built-in CloudFormation validation compiles its WebAssembly engine once per process and
+# validates every synth (about a fifth of a construct test's time); it reports findings as warnings, which
+# no test read. Templates are held to cfn-lint here, and the example apps to the built-in validator
+# explicitly (tests/test_example_app.py). Must be set before the jsii kernel starts.
+os.environ.setdefault("CDK_VALIDATION", "false")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SPECS = REPO / "examples" / "specs"

@@ -1,22 +1,52 @@
-"""The example app (README's `make synth`) synthesizes, and every template passes cfn-lint."""
+"""The example apps (README's `make synth`, offline, retraining) synthesize, and every template passes cfn-lint
+and the CDK's own CloudFormation validation."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
+from typing import Any
 
+import aws_cdk as cdk
 import pytest
 
 from tests.cfn import cfn_lint_errors
 from tests.conftest import REPO
 
 
-@pytest.fixture(scope="module")
-def assembly(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("example_app", REPO / "app.py")
+def synth_validated(app: cdk.App) -> Any:
+    """Synthesize with the CDK's own CloudFormation validation registered explicitly (the tests turn
+    the default instance off for speed, tests/conftest.py): it runs whatever CDK_VALIDATION says."""
+    cdk.Validations.of(app).add_plugins(cdk.CloudFormationValidatePlugin())
+    return app.synth()
+
+
+def cdk_validation_findings(assembly: Any) -> list[str]:
+    """Every violation the CDK's validator reported (it downgrades errors to warnings by default, so
+    synthesis succeeds either way; the report keeps them, and leaves out a plugin with none:
+    test_the_cdks_validation_would_report_a_broken_resource shows the registered plugin runs)."""
+    report = json.loads((Path(assembly.directory) / "validation-report.json").read_text())
+    plugins = report["pluginReports"]
+    return [
+        f"{v['ruleName']} {v['description']} ({c['constructPath']})"
+        for p in plugins
+        for v in p["violations"]
+        for c in v["violatingConstructs"]
+    ]
+
+
+def load_example(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.build_app(outdir=str(tmp_path_factory.mktemp("cdk.out"))).synth()
+    return module
+
+
+@pytest.fixture(scope="module")
+def assembly(tmp_path_factory):
+    module = load_example("example_app", REPO / "app.py")
+    return synth_validated(module.build_app(outdir=str(tmp_path_factory.mktemp("cdk.out"))))
 
 
 def test_example_stacks(assembly):
@@ -29,6 +59,20 @@ def test_example_templates_pass_cfn_lint(assembly):
         region = stack.environment.region
         regions = [region] if region and region != "unknown-region" else None
         assert cfn_lint_errors(stack.template, regions) == [], stack.stack_name
+
+
+def test_example_templates_pass_the_cdks_own_validation(assembly):
+    assert cdk_validation_findings(assembly) == []
+
+
+def test_the_cdks_validation_would_report_a_broken_resource(tmp_path):
+    app = cdk.App(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Broken", env=cdk.Environment(region="us-west-2"))
+    cdk.CfnResource(
+        stack, "Endpoint", type="AWS::SageMaker::Endpoint", properties={"EndpointConfigName": "c", "Bogus": 1}
+    )
+    findings = cdk_validation_findings(synth_validated(app))
+    assert len(findings) == 1 and "Bogus" in findings[0] and "Broken/Endpoint" in findings[0]
 
 
 # Pinned from NVIDIA, not from the catalog: R535 and R550 kernel drivers have no Blackwell chip in
@@ -57,10 +101,10 @@ def test_blackwell_endpoints_run_on_a_host_that_can_drive_them(assembly):
 
 
 def test_offline_example_synthesizes_lint_clean(tmp_path):
-    spec = importlib.util.spec_from_file_location("offline_app", REPO / "examples" / "offline-app" / "app.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (stack,) = module.build_app(outdir=str(tmp_path)).synth().stacks
+    module = load_example("offline_app", REPO / "examples" / "offline-app" / "app.py")
+    offline = synth_validated(module.build_app(outdir=str(tmp_path)))
+    assert cdk_validation_findings(offline) == []
+    (stack,) = offline.stacks
     types = {r["Type"] for r in stack.template["Resources"].values()}
     assert {"AWS::StepFunctions::StateMachine", "AWS::Scheduler::Schedule", "AWS::Events::Rule"} <= types
     configs = [
@@ -77,12 +121,10 @@ def test_offline_example_synthesizes_lint_clean(tmp_path):
 
 
 def test_retraining_example_synthesizes_lint_clean(tmp_path):
-    spec = importlib.util.spec_from_file_location(
-        "retraining_app", REPO / "examples" / "retraining-app" / "app.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (stack,) = module.build_app(outdir=str(tmp_path)).synth().stacks
+    module = load_example("retraining_app", REPO / "examples" / "retraining-app" / "app.py")
+    retraining = synth_validated(module.build_app(outdir=str(tmp_path)))
+    assert cdk_validation_findings(retraining) == []
+    (stack,) = retraining.stacks
     types = [r["Type"] for r in stack.template["Resources"].values()]
     assert "AWS::SSM::Parameter" in types and "AWS::Events::Rule" in types
     assert types.count("AWS::Scheduler::Schedule") == 2  # the canary's and the loop's

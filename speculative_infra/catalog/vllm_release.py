@@ -110,14 +110,6 @@ class VllmRelease(BaseModel):
     def _by_dest(self) -> dict[str, VllmFlag]:
         return {flag.dest: flag for flag in self.serve_flags}
 
-    @functools.cached_property
-    def _by_option(self) -> dict[str, VllmFlag]:
-        index: dict[str, VllmFlag] = {}
-        for flag in self.serve_flags:
-            for option in (flag.name, *flag.aliases):
-                index[option] = flag
-        return index
-
     def flag_names(self) -> tuple[str, ...]:
         """Primary long option names, sorted."""
         return tuple(sorted(flag.name for flag in self.serve_flags))
@@ -137,10 +129,6 @@ class VllmRelease(BaseModel):
 
     def flag_by_dest(self, dest: str) -> VllmFlag | None:
         return self._by_dest.get(dest)
-
-    def flag_by_name(self, name: str) -> VllmFlag | None:
-        """The flag a long or short option string (name or alias, e.g. ``-tp``) belongs to."""
-        return self._by_option.get(name)
 
     def dests(self) -> frozenset[str]:
         return frozenset(self._by_dest)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from speculative_infra.catalog.vllm_release import (
+    VllmFlag,
     VllmRelease,
     available_vllm_versions,
     load_vllm_release,
@@ -25,6 +26,13 @@ from speculative_infra.catalog.vllm_release import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def flag_for_option(release: VllmRelease, option: str) -> VllmFlag | None:
+    """The flag an option string (long or short name, or an alias such as ``-tp``) belongs to."""
+    return next((f for f in release.serve_flags if option in (f.name, *f.aliases)), None)
+
+
 DATA_DIR = REPO / "speculative_infra" / "catalog" / "data" / "vllm"
 SCRIPT = REPO / "scripts" / "extract_vllm_release.py"
 
@@ -91,13 +99,13 @@ def test_flag_counts_match_vllm_serve() -> None:
     # alias of --gpu-memory-utilization (320 actions, 321 long options)
     assert len(load_vllm_release("0.15.1").serve_flags) == 207
     assert len(load_vllm_release("0.33.0").serve_flags) == 320
-    gpu = load_vllm_release("0.33.0").flag_by_name("--device-memory-utilization")
+    gpu = flag_for_option(load_vllm_release("0.33.0"), "--device-memory-utilization")
     assert gpu is not None and gpu.name == "--gpu-memory-utilization"
 
 
 def test_every_release_has_speculative_config_flag() -> None:
     for release in _all():
-        flag = release.flag_by_name("--speculative-config")
+        flag = flag_for_option(release, "--speculative-config")
         assert flag is not None, release.vllm_version
         assert flag.dest == "speculative_config"
         assert flag.takes_value and flag.value_type == "json"
@@ -130,25 +138,25 @@ def test_well_known_flags_0_15_1() -> None:
     r = load_vllm_release("0.15.1")
     mml = r.flag_by_dest("max_model_len")
     assert mml is not None and mml.name == "--max-model-len" and mml.value_type == "int" and mml.takes_value
-    tp = r.flag_by_name("-tp")
+    tp = flag_for_option(r, "-tp")
     assert tp is not None and tp.name == "--tensor-parallel-size" and tp.aliases == ("-tp",)
-    prefix = r.flag_by_name("--enable-prefix-caching")
+    prefix = flag_for_option(r, "--enable-prefix-caching")
     assert prefix is not None and prefix.boolean and prefix.negatable
     assert prefix.negations == ("--no-enable-prefix-caching",)
-    stats = r.flag_by_name("--disable-log-stats")
+    stats = flag_for_option(r, "--disable-log-stats")
     assert stats is not None and stats.boolean and not stats.negatable  # store_true
-    dtype = r.flag_by_name("--dtype")
+    dtype = flag_for_option(r, "--dtype")
     assert dtype is not None and dtype.choices is not None and "bfloat16" in dtype.choices
-    assert r.flag_by_name("--parallel-drafting") is None
+    assert flag_for_option(r, "--parallel-drafting") is None
     assert r.flag_by_dest("no_such_flag") is None
 
 
 def test_enable_disable_pairs_from_0_33_0() -> None:
     # 0.33.0 registers EnableDisableAction for BooleanOptionalAction: --enable-x also has --disable-x
-    flag = load_vllm_release("0.33.0").flag_by_name("--enable-prefix-caching")
+    flag = flag_for_option(load_vllm_release("0.33.0"), "--enable-prefix-caching")
     assert flag is not None
     assert set(flag.negations) == {"--no-enable-prefix-caching", "--disable-prefix-caching"}
-    old = load_vllm_release("0.32.0").flag_by_name("--enable-prefix-caching")
+    old = flag_for_option(load_vllm_release("0.32.0"), "--enable-prefix-caching")
     assert old is not None and old.negations == ("--no-enable-prefix-caching",)
 
 
