@@ -71,6 +71,15 @@ class CanaryOptions(BaseModel):
                 f"{self.request_timeout_seconds:g} can take {worst:.0f} s; one Lambda invocation allows "
                 f"{MAX_RUN_SECONDS} s: lower requests or request_timeout_seconds"
             )
+        timeout = function_timeout_seconds(self)
+        if timeout > self.every_minutes * 60:
+            # Overlapping runs would load a slow endpoint further and count their samples twice a period.
+            raise ValueError(
+                f"a run may last {timeout} s ({self.requests + 1} requests with the warm-up, each up to "
+                f"request_timeout_seconds {self.request_timeout_seconds:g}, and 30 s of margin) but runs start "
+                f"every {self.every_minutes * 60} s (every_minutes {self.every_minutes}), so they could "
+                "overlap: lower request_timeout_seconds or requests, or raise every_minutes"
+            )
         return self
 
 
@@ -109,6 +118,12 @@ def run_seconds(options: CanaryOptions) -> float:  # used by CanaryOptions' vali
 def worst_case_seconds(options: CanaryOptions) -> float:
     """Every request (and the warm-up) running to its timeout: what the function's timeout must allow."""
     return (options.requests + 1) * options.request_timeout_seconds + 10.0
+
+
+def function_timeout_seconds(options: CanaryOptions) -> int:
+    """The function's timeout: room for every request to reach its own timeout, plus the handler's margin
+    to print its metrics."""
+    return min(900, math.ceil(worst_case_seconds(options) + 20))
 
 
 def monthly_cost(options: CanaryOptions, prices: MonitoringPrices | None = None) -> CanaryCost:
@@ -167,16 +182,21 @@ class EndpointCanary(Construct):
         self.enabled = (
             self.options.enabled if self.options.enabled is not None else not self.target.scales_to_zero
         )
-        # Room for every request to reach its own timeout, plus the handler's margin to print its metrics.
-        timeout_s = min(900, math.ceil(worst_case_seconds(self.options) + 20))
         self.function: lambda_.Function = handler_function(
             self,
             "Function",
             handler="endpoint_canary.handler.handler",
             description="endpoint canary",
-            timeout=Duration.seconds(timeout_s),
+            timeout=Duration.seconds(function_timeout_seconds(self.options)),
             memory_size=MEMORY_MB,
             code=lambda_.Code.from_asset(stage_engine_handler("endpoint_canary")),
+        )
+        # Scheduler invokes the function asynchronously, and Lambda retries a failed asynchronous call twice
+        # by default: a failed run is reported by the next one, not re-run. An event older than one
+        # interval is dropped too (Lambda allows 60 s to 6 hours).
+        self.function.configure_async_invoke(
+            retry_attempts=0,
+            max_event_age=Duration.seconds(min(21600, max(60, self.options.every_minutes * 60))),
         )
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=INVOKE_ACTIONS, resources=self.target.invoke_arns)

@@ -2,7 +2,7 @@
 
 Layout only: the metrics come from constructs/metrics.py. Rows, top to bottom: traffic and errors,
 latency, concurrency against the scaling target with the capacity serving it, GPU, host, then (when they
-exist) the canary's token figures, the post-deploy benchmark and the SLO alarms. Sections for a canary
+exist) the post-deploy benchmark, the canary's token figures and the SLO alarms. Sections for a canary
 or alarms added after the dashboard are appended when they are added.
 """
 
@@ -116,7 +116,11 @@ def resources_row(target: MonitoringTarget) -> list[cloudwatch.IWidget]:
         utilization_metric(target, "GPUMemory", label="GPU memory"),
     ]
     host = [
-        utilization_metric(target, "CPU", label="CPU (100 per core)"),
+        # Per instance, CPUUtilization is 100 per core; per copy, CPUUtilizationNormalized is a percentage
+        # of the CPUs the copy reserves.
+        utilization_metric(
+            target, "CPU", label="CPU (% of the copy's CPUs)" if target.is_component else "CPU (100 per core)"
+        ),
         utilization_metric(target, "Memory", label="memory"),
         utilization_metric(target, "Disk", label="disk"),
     ]

@@ -58,7 +58,8 @@ class EndpointMetrics:
     def metric_model_latency(
         self, statistic: str = "p50", period: Duration | None = None
     ) -> cloudwatch.Metric:
-        """Microseconds from SageMaker handing the request to the container to its response (end of stream)."""
+        """Microseconds the model takes to respond as SageMaker sees it (for a stream, AWS does not say
+        whether to the first or the last byte)."""
         return self.metric("ModelLatency", statistic=statistic, period=period)
 
     def metric_overhead_latency(

@@ -72,6 +72,12 @@ class Observable:
 
         if self.canary is not None:
             raise ValueError(f"{self._scope().node.path}: add_canary() was already called")
+        if self.slo_alarms is not None:
+            # The alarms were built without the canary's figures (its failure-rate alarm would be missing).
+            raise ValueError(
+                f"{self._scope().node.path}: call add_canary() before add_slo_alarms(): the SLO alarms read "
+                "the canary's figures"
+            )
         self._real_time_only("add_canary()")
         self.canary = EndpointCanary(self._scope(), "Canary", target=self, options=options)
         if self.dashboard is not None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aws_cdk import Duration, Token
+from aws_cdk import Annotations, Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -120,6 +120,17 @@ class SloAlarms(Construct):
             raise ValueError(
                 f"{self.node.path}: {', '.join(missing)} are measured by the canary: call add_canary() before "
                 "add_slo_alarms(), or leave them out"
+            )
+        if missing and canary is not None and not canary.enabled:
+            Annotations.of(self).add_warning_v2(
+                "speculative-infra:slo-on-disabled-canary",
+                f"{', '.join(missing)} are measured by the canary, whose schedule is disabled (the endpoint "
+                "scales to zero): their alarms stay OK until it is enabled (CanaryOptions enabled=True)"
+                + (
+                    ", and the acceptance alarm will not start retraining"
+                    if "min_tokens_per_chunk" in missing
+                    else ""
+                ),
             )
         uses_canary = bool(missing) or (
             self.slos.error_rate is not None and canary is not None and canary.enabled

@@ -26,6 +26,7 @@ from speculative_infra_lambda.endpoint_benchmark import emf as benchmark_emf
 from speculative_infra_lambda.endpoint_canary import emf as canary_emf
 from speculative_infra_lambda.endpoint_canary import handler as canary_handler
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
+from tests.conftest import REPO
 from tests.constructs import test_lmi_component, test_vllm_endpoint
 
 SLOS = {"p90_ttft_ms": 500, "p90_tpot_ms": 40, "error_rate": 0.01, "min_tokens_per_chunk": "benchmark"}
@@ -251,6 +252,8 @@ def test_component_dashboard_uses_per_copy_metrics():
     assert list(invocations.dimensions) == ["InferenceComponentName"]
     titles = [w["properties"].get("title") for w in _dashboard(template)["widgets"]]
     assert "SLO alarms" in titles and "Canary time to first token (ms)" in titles
+    body = json.dumps(_dashboard(template))
+    assert "CPU (% of the copy's CPUs)" in body and "100 per core" not in body
 
 
 def test_widgets_fit_the_grid_without_overlap():
@@ -318,7 +321,9 @@ def test_scale_to_zero_canary_is_created_disabled_with_a_warning():
     assert any("custom metrics" in str(m) for m in messages)  # the cost annotation
 
     stack2 = cdk.Stack(app, "S2", env=cdk.Environment(region="us-west-2"))
-    forced = test_lmi_component.scale_to_zero(stack2).add_canary({"enabled": True, "every_minutes": 1})
+    forced = test_lmi_component.scale_to_zero(stack2).add_canary(
+        {"enabled": True, "every_minutes": 1, "request_timeout_seconds": 7.5}
+    )
     assert forced.enabled is True
     assert forced.schedule.schedule_expression == "rate(1 minute)"
 
@@ -405,9 +410,9 @@ def test_bad_monitoring_input_raises_a_clear_error(setup, message):
 def test_a_run_must_fit_between_runs_boundary():
     # 2 s + (1 + a warm-up) x (0.5 s + tokens x 30 ms) against one minute: 949 tokens take 59.94 s, 950 60.0 s
     # (allowed), 951 60.06 s.
-    assert CanaryOptions(every_minutes=1, requests=1, output_tokens=950)
+    assert CanaryOptions(every_minutes=1, requests=1, output_tokens=950, request_timeout_seconds=15)
     with pytest.raises(ValueError, match="fit in 60 s"):
-        CanaryOptions(every_minutes=1, requests=1, output_tokens=951)
+        CanaryOptions(every_minutes=1, requests=1, output_tokens=951, request_timeout_seconds=15)
     # Above 14 minutes between runs the Lambda's 840 s is the limit, not the interval.
     with pytest.raises(ValueError, match="fit in 840 s"):
         CanaryOptions(every_minutes=60, requests=20, output_tokens=1400)
@@ -415,9 +420,47 @@ def test_a_run_must_fit_between_runs_boundary():
 
 def test_every_request_may_reach_its_timeout_within_one_invocation():
     # (20 + 1) x timeout + 10 s <= 840 s: 39.5 s fits (839.5 s), 40 s does not (850 s).
-    assert CanaryOptions(requests=20, output_tokens=8, request_timeout_seconds=39.5)
+    assert CanaryOptions(every_minutes=15, requests=20, output_tokens=8, request_timeout_seconds=39.5)
     with pytest.raises(ValueError, match="can take 850 s"):
-        CanaryOptions(requests=20, output_tokens=8, request_timeout_seconds=40)
+        CanaryOptions(every_minutes=15, requests=20, output_tokens=8, request_timeout_seconds=40)
+
+
+def test_runs_never_overlap_boundary():
+    # The function may run (3 + 1) x timeout + 10 s + 20 s: 7.5 s makes exactly 60 s, one minute apart.
+    assert CanaryOptions(every_minutes=1, request_timeout_seconds=7.5)
+    with pytest.raises(ValueError, match=r"may last 61 s .* every 60 s .* could overlap"):
+        CanaryOptions(every_minutes=1, request_timeout_seconds=7.75)
+    assert CanaryOptions(every_minutes=5)  # the defaults: 270 s in 300 s
+
+
+def test_a_failed_run_is_not_retried_by_lambda():
+    _, data = synth_stack(_build("vllm-reference-observed"))
+    (config,) = _resources(data, "AWS::Lambda::EventInvokeConfig").values()
+    assert config["Properties"]["MaximumRetryAttempts"] == 0
+    assert config["Properties"]["MaximumEventAgeInSeconds"] == 300  # one interval at the default schedule
+
+
+def test_the_canary_must_come_before_the_slo_alarms():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-west-2"))
+    endpoint = test_vllm_endpoint.reference(stack)
+    endpoint.add_slo_alarms({"error_rate": 0.01})
+    with pytest.raises(ValueError, match="call add_canary\\(\\) before add_slo_alarms\\(\\)"):
+        endpoint.add_canary()
+
+
+def test_slo_alarms_on_a_disabled_canary_warn():
+    def warnings(enabled: bool | None) -> list[str]:
+        app = cdk.App()
+        stack = cdk.Stack(app, "S", env=cdk.Environment(region="us-west-2"))
+        component = test_lmi_component.scale_to_zero(stack)
+        component.add_canary({"enabled": enabled} if enabled is not None else None)
+        component.add_slo_alarms({"p90_ttft_ms": 800, "min_tokens_per_chunk": 2.0})
+        return [str(m.entry.data) for m in app.synth().get_stack_by_name("S").messages]
+
+    disabled = [m for m in warnings(None) if "slo-on-disabled-canary" in m]
+    assert len(disabled) == 1
+    assert "p90_ttft_ms, min_tokens_per_chunk" in disabled[0] and "will not start retraining" in disabled[0]
+    assert not [m for m in warnings(True) if "slo-on-disabled-canary" in m]
 
 
 def test_canary_alarm_periods_follow_the_schedule():
@@ -465,7 +508,9 @@ def test_canary_monthly_cost_by_hand():
     assert cost.scheduler_usd == pytest.approx(0.00864)
     assert cost.logs_usd == pytest.approx(8640 * 3000 / 1e9 * 0.5)
     assert 2.5 < cost.total_usd < 3.0
-    every_minute = monthly_cost(CanaryOptions(every_minutes=1, output_tokens=16), prices)
+    every_minute = monthly_cost(
+        CanaryOptions(every_minutes=1, output_tokens=16, request_timeout_seconds=5), prices
+    )
     # 4 x (0.5 + 16 x 0.03) + 2 = 5.92 s per run, 43,200 runs.
     assert every_minute.runs_per_month == 43200
     assert every_minute.lambda_usd == pytest.approx(43200 * 5.92 * 0.25 * 0.0000166667 + 43200 * 0.2e-6)
@@ -476,3 +521,6 @@ def test_catalog_prices_are_the_ones_the_docs_state():
     prices = load_monitoring_facts().prices
     assert "aws.amazon.com/lambda/pricing" in prices.lambda_source
     assert prices.custom_metric_usd_per_month == 0.30
+    doc = (REPO / "docs" / "constructs" / "endpoint-dashboard.md").read_text()
+    assert f"${prices.dashboard_usd_per_month:.2f} a month" in doc
+    assert f"${prices.alarm_usd_per_month:.2f} a month per metric" in doc
