@@ -173,6 +173,14 @@ def host_fix(
         return f"set inference_ami_version: {choice.inference_ami_version}, or auto, which picks it"
     choice = choose_host(cat, instance, container)
     if not choice.fits:
+        if instance is not None and instance.default_host is None:
+            # Nothing documented fits; SageMaker's own default host for the family is the one left to try.
+            return (
+                f"no host image in the catalog drives the {instance.gpu_name} and runs this container: keep "
+                f"SageMaker's default host (set inference_ami_version to default; its driver for {instance.family} "
+                "is not documented, so confirm it with a test deployment), or choose a container release or "
+                "instance family that a host image can run"
+            )
         return "choose a container release or instance family that a host image in the catalog can run"
     if choice.inference_ami_version is None:
         return f"set inference_ami_version: auto ({choice.reason})"

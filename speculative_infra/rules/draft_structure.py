@@ -28,7 +28,9 @@ def _draft_name(d: ResolvedDeployment) -> str | None:
 
 
 # A name this close to a catalog draft (in edits) is taken for a typo of it: a wrong name costs a failed
-# deployment, a right one a `facts fetch`. Real siblings differ by more (Qwen3-235B-A22B vs Qwen3-32B).
+# deployment, a right one a `facts fetch`. Only drafts built for the deployment's own model count: real
+# heads for sibling models differ by as little as a size (AngelSlim/Qwen3-8B_eagle3 and -14B_eagle3 are
+# two edits apart), and suggesting a head for another model would fail SI407.
 TYPO_DISTANCE = 2
 
 
@@ -43,9 +45,18 @@ def edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def near_catalog_draft(name: str) -> str | None:
-    """The catalog draft this name is a likely typo of, if any."""
-    best = min(load_catalog().drafts, key=lambda known: edit_distance(name, known))
+def near_catalog_draft(name: str, model_id: str | None = None) -> str | None:
+    """The catalog draft this name is a likely typo of, if any: among the drafts built for `model_id`
+    (drafts whose target is unknown count too; every draft when no model is given)."""
+    drafts = load_catalog().drafts
+    candidates = [
+        known
+        for known, draft in drafts.items()
+        if model_id is None or draft.target is None or draft.target.lower() == model_id.lower()
+    ]
+    if not candidates:
+        return None
+    best = min(candidates, key=lambda known: edit_distance(name, known))
     return best if 0 < edit_distance(name, best) <= TYPO_DISTANCE else None
 
 
@@ -162,7 +173,7 @@ def draft_checkpoint_given(d: ResolvedDeployment) -> Iterator[Violation]:
     code="SI410",
     name="draft-known",
     severity=Severity.ERROR,
-    title="The draft's name is not a near miss of a catalog draft",
+    title="The draft's name is not a near miss of a catalog draft for the same model",
     rationale="A misspelt draft id fails minutes into the deployment, when the container cannot download "
     "it; an unknown draft cannot be checked against its target.",
 )
@@ -170,7 +181,7 @@ def draft_known(d: ResolvedDeployment) -> Iterator[Violation]:
     name = _unknown_draft(d)
     if name is None:
         return
-    close = near_catalog_draft(name)
+    close = near_catalog_draft(name, d.model_id)
     if close is not None:
         yield Violation(
             message=f"draft {name!r} is not in the catalog and no facts were fetched for it; did you mean "
@@ -192,7 +203,7 @@ def draft_facts_fetched(d: ResolvedDeployment) -> Iterator[Violation]:
     name = _unknown_draft(d)
     if name is None:
         return
-    if near_catalog_draft(name) is not None:
+    if near_catalog_draft(name, d.model_id) is not None:
         return  # SI410 says it
     yield Violation(
         message=f"draft {name!r} is not in the catalog and no facts were fetched for it: its shape and "

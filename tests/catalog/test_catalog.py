@@ -44,6 +44,22 @@ def test_instance_sizes_match_domain():
     assert cat.instance_type("ml.g5.xlarge").default_host.driver == 470
 
 
+# nvidia-smi totals from public outputs (pinned here, not read from the catalog): A10G 23028 MiB and L40S
+# 46068 MiB (the sources in gpus.yaml), B200 183359 MiB (NVIDIA/TensorRT-LLM#10278), B300 275040 MiB (NVIDIA's
+# aiconfigurator b300_sxm.yaml; EC2's p6-b300 data).
+NVIDIA_SMI_MIB = {
+    "ml.g5.xlarge": 23028,
+    "ml.g6e.xlarge": 46068,
+    "ml.p6-b200.48xlarge": 183359,
+    "ml.p6-b300.48xlarge": 275040,
+}
+
+
+@pytest.mark.parametrize("instance_type", sorted(NVIDIA_SMI_MIB))
+def test_gpu_memory_is_what_nvidia_smi_reports(instance_type: str) -> None:
+    assert load_catalog().instance_type(instance_type).gpu.memory_mib == NVIDIA_SMI_MIB[instance_type]
+
+
 def test_instance_types_are_real_sagemaker_types():
     """Every catalog instance type is in botocore's ProductionVariantInstanceType enum."""
     import botocore.session

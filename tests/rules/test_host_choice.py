@@ -145,3 +145,18 @@ def test_every_batch_host_fix_passes_every_host_rule() -> None:
                     )
                     fixed += 1
     assert fixed > 50, f"only {fixed} batch host findings with a fix were checked"
+
+
+# Pinned from AWS, not from the catalog: "G7 instances (RTX PRO 4500 / Blackwell) require NVIDIA driver
+# 595+. The default EKS GPU AMI ships with driver 580 which does not support G7" (awslabs/amazon-eks-ami
+# PR #2747). SageMaker's host images bring 535, 550 or 580 (botocore's InferenceAmiVersion documentation).
+def test_no_r580_or_older_host_image_is_said_to_drive_a_g7() -> None:
+    for host in CATALOG.amis:
+        codes = {
+            f.code for f in check(_spec("g7", "vllm", "0.20.1", host)).findings if f.severity.value == "error"
+        }
+        assert "SI213" in codes, host
+    auto = check(_spec("g7", "vllm", "0.20.1", "auto"))
+    assert auto.deployment.host.inference_ami_version is None  # SageMaker's default host, unverified
+    (warning,) = [f for f in auto.findings if f.code == "SI211"]
+    assert "set inference_ami_version to default" in warning.fix

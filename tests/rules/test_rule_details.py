@@ -93,6 +93,24 @@ def test_draft_names_and_paths():
     assert not {"SI409", "SI410", "SI411", "SI301"} & {f.code for f in ngram}
 
 
+def test_a_real_head_for_a_sibling_model_is_only_unchecked():
+    found = check(
+        {
+            "instance_type": "ml.g6e.xlarge",
+            "container": {"framework": "vllm", "version": "0.15.1"},
+            "model": {"id": "Qwen/Qwen3-14B"},
+            "engine": {"max_model_len": 4096},
+            "speculative": {
+                "method": "eagle3",
+                "model": "AngelSlim/Qwen3-14B_eagle3",
+                "num_speculative_tokens": 3,
+            },
+        }
+    ).findings
+    codes = {f.code for f in found}
+    assert "SI410" not in codes and "SI411" in codes, [(f.code, f.message) for f in found]
+
+
 def test_shape_mismatch_names_both_shapes_and_the_right_drafts():
     si407, vocab = [
         f

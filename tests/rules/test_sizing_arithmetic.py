@@ -134,6 +134,15 @@ def test_near_catalog_draft():
     assert near_catalog_draft("RedHatAI/Qwen3-32B-speculatoooor.eagle3") is None  # three edits
 
 
+def test_a_head_for_a_sibling_model_is_not_a_typo():
+    # AngelSlim publishes Qwen3-8B_eagle3 and Qwen3-14B_eagle3 (two edits apart; both linked from the
+    # AngelSlim README on the Hugging Face Hub): for a Qwen3-14B deployment, the 14B head is a real name.
+    assert near_catalog_draft("AngelSlim/Qwen3-14B_eagle3", "Qwen/Qwen3-14B") is None
+    assert near_catalog_draft("AngelSlim/Qwen3-8B_eagel3", "Qwen/Qwen3-8B") == "AngelSlim/Qwen3-8B_eagle3"
+    assert near_catalog_draft("AngelSlim/Qwen3-8B_eagel3", "qwen/qwen3-8b") == "AngelSlim/Qwen3-8B_eagle3"
+    assert near_catalog_draft("RedHatAI/Qwen3-32B-speculatr.eagle3", "Qwen/Qwen3-8B") is None
+
+
 @pytest.mark.parametrize(
     ("gpu", "expected"),
     [("H100", (8192, 1024)), ("B200", (8192, 1024)), ("A100-80GB", (2048, 256)), ("L40S", (2048, 256))],
