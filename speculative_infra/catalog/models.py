@@ -342,8 +342,16 @@ class SpeculativeFacts(Sourced):
         )
 
 
+class QuantizationSupport(Sourced):
+    """What vLLM asks of the GPU for a checkpoint quantized this way."""
+
+    min_compute_capability: str
+    activation_dtypes: list[str]
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
+    quantization: dict[str, QuantizationSupport]
     lora_with_speculative: SupportFact
     speculative: SpeculativeFacts
     memory_overheads: MemoryOverheads

@@ -90,3 +90,46 @@ def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
             + ")",
             field="instance_type",
         )
+
+
+@rule(
+    code="SI203",
+    name="quantization-supported-on-gpu",
+    severity=Severity.ERROR,
+    title="The GPU runs the checkpoint's quantization",
+    rationale="vLLM refuses to start when the GPU's compute capability is below what the checkpoint's "
+    "quantization method asks for (MXFP4 needs 8.0: gpt-oss does not start on T4 or V100), or when the "
+    "activation dtype is one the method does not run.",
+)
+def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
+    method = d.model.quantization if d.model is not None else None
+    support = load_catalog().vllm.quantization.get(method) if method else None
+    if support is None or d.instance is None:
+        return
+    cc = d.instance.gpu.compute_capability
+    if version_tuple(cc) < version_tuple(support.min_compute_capability):
+        yield Violation(
+            message=f"{d.model_id} is quantized with {method}, which vLLM runs on compute capability >= "
+            f"{support.min_compute_capability}; the {d.instance.gpu_name} of {d.instance.name} has {cc}",
+            fix="choose a family with compute capability >= "
+            + support.min_compute_capability
+            + " ("
+            + ", ".join(
+                load_catalog().families_where(
+                    lambda g: (
+                        version_tuple(g.compute_capability) >= version_tuple(support.min_compute_capability)
+                    )
+                )
+            )
+            + ")",
+            field="instance_type",
+        )
+        return
+    dtype = d.engine.get("dtype")
+    if dtype is not None and dtype not in support.activation_dtypes:
+        yield Violation(
+            message=f"{d.model_id} is quantized with {method}, which vLLM runs with "
+            f"{' or '.join(support.activation_dtypes)} activations only; engine.dtype is {dtype}",
+            fix=f"set engine.dtype: {support.activation_dtypes[0]} (or leave it unset)",
+            field="engine.dtype",
+        )

@@ -57,6 +57,24 @@ EDGES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         {**G6E_12XL, "speculative": {"draft_tensor_parallel_size": 4}},
         {**G6E_12XL, "speculative": {"draft_tensor_parallel_size": 3}},
     ),
+    # MXFP4 from compute capability 8.0 (vLLM's Mxfp4Config): the A100 (8.0) of p4d passes, the T4 (7.5) fails.
+    (
+        "SI203",
+        {
+            "instance_type": "ml.p4d.24xlarge",
+            "container": {"version": "0.11.0"},
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096},
+        },
+        {
+            "instance_type": "ml.g4dn.12xlarge",
+            "container": {"version": "0.11.0"},
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 4, "max_model_len": 4096},
+        },
+    ),
     (
         "SI413",
         {"speculative": {**NGRAM, "prompt_lookup_min": 4, "prompt_lookup_max": 4}},

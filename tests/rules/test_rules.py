@@ -123,6 +123,36 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {**G5_QWEN14B, "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
         {**G5_QWEN14B, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
     ),
+    # vLLM's Mxfp4Config.get_min_capability() is 80 (vllm-project/vllm @ 007d5005); gpt-oss is MXFP4.
+    "SI203": (
+        {
+            "instance_type": "ml.g6e.xlarge",
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096},
+        },
+        {
+            "instance_type": "ml.g4dn.12xlarge",
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 4, "max_model_len": 4096},
+        },
+    ),
+    # MXFP4 runs bfloat16 activations only (Mxfp4Config.get_supported_act_dtypes()).
+    "SI203 activations": (
+        {
+            "instance_type": "ml.g6e.xlarge",
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096, "dtype": "bfloat16"},
+        },
+        {
+            "instance_type": "ml.g6e.xlarge",
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096, "dtype": "float16"},
+        },
+    ),
     "SI220": (
         {
             "instance_type": "ml.g4dn.12xlarge",
