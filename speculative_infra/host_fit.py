@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from speculative_infra.catalog import Catalog
-from speculative_infra.catalog.models import ContainerImage, Gpu, InstanceType
+from speculative_infra.catalog.models import ContainerImage, Gpu, InstanceType, version_tuple
 
 FitKind = Literal["native", "minor_version_compat", "forward_compat", "no"]
 
@@ -54,15 +54,22 @@ def driver_fit(cat: Catalog, container: ContainerImage, gpu: Gpu | None, driver:
     )
 
 
-def drives_gpu(gpu: Gpu, driver: int) -> bool:
-    """Can a driver of this branch drive the GPU at all?"""
+def drives_gpu(gpu: Gpu, driver: int, build: str | None = None) -> bool:
+    """Can a driver of this branch (and build, where both it and the GPU's first build are known) drive
+    the GPU at all? An unknown build of the floor's own branch is given the benefit of the doubt."""
     floor = gpu.driver_floor
-    return driver >= floor.branch and (floor.last_branch is None or driver <= floor.last_branch)
+    if driver < floor.branch or (floor.last_branch is not None and driver > floor.last_branch):
+        return False
+    if driver == floor.branch and floor.build is not None and build is not None:
+        return version_tuple(build) >= version_tuple(floor.build)
+    return True
 
 
-def driver_fits(cat: Catalog, container: ContainerImage, gpu: Gpu, driver: int) -> bool:
+def driver_fits(
+    cat: Catalog, container: ContainerImage, gpu: Gpu, driver: int, build: str | None = None
+) -> bool:
     """Both conditions at once: the driver drives the GPU and runs the container's CUDA."""
-    return drives_gpu(gpu, driver) and driver_fit(cat, container, gpu, driver).ok
+    return drives_gpu(gpu, driver, build) and driver_fit(cat, container, gpu, driver).ok
 
 
 def fitting_host_image(cat: Catalog, container: ContainerImage, instance: InstanceType) -> str | None:
@@ -73,7 +80,9 @@ def fitting_host_image(cat: Catalog, container: ContainerImage, instance: Instan
 
     def fits(name: str) -> bool:
         ami = cat.amis[name]
-        return ami.offered_on(instance.family) and driver_fits(cat, container, gpu, ami.driver)
+        return ami.offered_on(instance.family) and driver_fits(
+            cat, container, gpu, ami.driver, ami.driver_build
+        )
 
     recommended = cat.recommended_amis.amis.get(container.cuda)
     if recommended is not None and fits(recommended):
@@ -144,7 +153,7 @@ def choose_batch_host(
             fits=False,
         )
     for name, ami in newest_first:
-        if driver_fits(cat, container, instance.gpu, ami.driver):
+        if driver_fits(cat, container, instance.gpu, ami.driver, ami.driver_build):
             return HostChoice(
                 name,
                 f"batch transform host with driver {ami.driver}: it drives the {instance.gpu_name} and runs "

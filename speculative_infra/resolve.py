@@ -31,6 +31,7 @@ class HostImage(BaseModel):
 
     inference_ami_version: str | None  # None: SageMaker's default host image for the family
     driver: int | None  # None: not documented
+    driver_build: str | None = None  # e.g. 535.54.03, where AWS documents the build
     cuda: str | None
     source: str
     reason: str  # why this host: what `check` says it assumed
@@ -375,6 +376,7 @@ def _resolve_host(
         return HostImage(
             inference_ami_version=ami,
             driver=facts.driver,
+            driver_build=facts.driver_build,
             cuda=facts.cuda,
             source=facts.source,
             reason=reason,

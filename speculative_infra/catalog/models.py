@@ -35,6 +35,8 @@ class DriverFloor(Sourced):
 
     branch: int = Field(ge=1)  # the oldest
     last_branch: int | None = Field(default=None, ge=1)  # the newest, once NVIDIA drops the architecture
+    # The first build of `branch` that drives the GPU, where support came within the branch (L40S: 535.104.05).
+    build: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?$")
 
 
 class Gpu(Sourced):
@@ -119,6 +121,7 @@ class FamilyExclusion(Sourced):
 
 class Ami(Sourced):
     driver: int
+    driver_build: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?$")  # where AWS documents it
     cuda: str
     cuda_compat_mounting: bool
     not_offered_on: FamilyExclusion | None = None  # instance families SageMaker refuses this image on

@@ -64,12 +64,14 @@ def host_driver_drives_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.instance is None or d.host is None or d.host.driver is None:
         return
     gpu = d.instance.gpu
-    if drives_gpu(gpu, d.host.driver):
+    if drives_gpu(gpu, d.host.driver, d.host.driver_build):
         return
     host = d.host.inference_ami_version or "SageMaker's default host image"
+    floor = gpu.driver_floor
+    needed = f"{floor.build}" if floor.build and d.host.driver == floor.branch else f"R{floor.branch}"
     yield Violation(
-        message=f"{host} has NVIDIA driver {d.host.driver}; the {d.instance.gpu_name} ({gpu.architecture}) "
-        f"of {d.instance.name} needs driver R{gpu.driver_floor.branch} or later ({gpu.driver_floor.source})",
+        message=f"{host} has NVIDIA driver {d.host.driver_build or d.host.driver}; the {d.instance.gpu_name} "
+        f"({gpu.architecture}) of {d.instance.name} needs driver {needed} or later ({floor.source})",
         fix=_host_fix(d),
         field="inference_ami_version",
     )
@@ -108,7 +110,7 @@ def host_driver_documented(d: ResolvedDeployment) -> Iterator[Violation]:
 def host_driver_compat_path(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.container is None or d.host is None or d.host.driver is None:
         return
-    if d.instance is not None and not drives_gpu(d.instance.gpu, d.host.driver):
+    if d.instance is not None and not drives_gpu(d.instance.gpu, d.host.driver, d.host.driver_build):
         return  # SI213: the driver does not drive the GPU at all
     fit = driver_fit(load_catalog(), d.container, d.instance.gpu if d.instance else None, d.host.driver)
     if fit.kind in ("minor_version_compat", "forward_compat"):

@@ -61,6 +61,31 @@ def test_drives_gpu_edges():
     assert drives_gpu(RTX_PRO, 575) and not drives_gpu(RTX_PRO, 570)
 
 
+def test_drives_gpu_within_a_branch():
+    # NVIDIA's README lists the L40S from 535.104.05: the first build of R535 that drives it. An unknown
+    # build of R535 is given the benefit of the doubt; any R550 drives it.
+    l40s = CAT.instance_type("ml.g6e.xlarge").gpu
+    assert drives_gpu(l40s, 535, "535.104.05") and not drives_gpu(l40s, 535, "535.104.04")
+    assert not drives_gpu(l40s, 535, "535.54.03")
+    assert drives_gpu(l40s, 535) and drives_gpu(l40s, 550, "550.54.14")
+
+
+# Pinned from AWS, not from the catalog: gpu-2 and gpu-2-1 bring driver 535.54.03 (SageMaker's
+# container-nvidia-compliance page; gpu-2's documented instance types leave out ml.g6e.*), older than the
+# L40S's first build (535.104.05, NVIDIA/open-gpu-kernel-modules README).
+@pytest.mark.parametrize("host", ["al2-ami-sagemaker-inference-gpu-2", "al2-ami-sagemaker-inference-gpu-2-1"])
+def test_g6e_is_not_driven_by_the_535_54_host_images(host: str) -> None:
+    spec = {
+        "instance_type": "ml.g6e.xlarge",
+        "container": {"framework": "lmi", "version": "18"},
+        "model": {"id": "Qwen/Qwen3-8B"},
+        "engine": {"tensor_parallel_size": 1},
+        "inference_ami_version": host,
+    }
+    errors = [f for f in check(spec).findings if f.code == "SI213"]
+    assert errors and "535.54.03" in errors[0].message and "535.104.05" in errors[0].message
+
+
 def test_capacity_reports_every_shortfall():
     instance = CAT.instance_type("ml.g5.12xlarge")  # 4 GPUs
     fine = ComponentDemand(name="a", accelerators=2, memory_mb=1000, copies=2)
