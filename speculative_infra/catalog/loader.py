@@ -143,6 +143,27 @@ class Catalog(BaseModel):
     def lmi_versions(self) -> list[str]:
         return sorted((r.lmi_version for r in self.lmi.releases), key=int)
 
+    def first_releases_with_cuda(self, minimum: str) -> str:
+        """The oldest vLLM DLC and LMI releases built with CUDA >= minimum, for fix messages."""
+        vllm = next(
+            (
+                r.version
+                for r in sorted(self.vllm_dlc.releases, key=lambda r: version_tuple(r.version))
+                if version_tuple(r.cuda) >= version_tuple(minimum)
+            ),
+            None,
+        )
+        lmi = next(
+            (
+                r.lmi_version
+                for r in sorted(self.lmi.releases, key=lambda r: int(r.lmi_version))
+                if version_tuple(r.cuda) >= version_tuple(minimum)
+            ),
+            None,
+        )
+        named = [f"vLLM DLC {vllm} or newer" if vllm else "", f"LMI v{lmi} or newer" if lmi else ""]
+        return ", ".join(n for n in named if n) or "no release in the catalog yet"
+
     def container(self, framework: str, version: str) -> ContainerImage | None:
         if framework == "vllm":
             rel = next((r for r in self.vllm_dlc.releases if r.version == version), None)

@@ -61,7 +61,7 @@ def flashinfer_cuda_floor(d: ResolvedDeployment) -> Iterator[Violation]:
             message=f"{d.container.label} on {d.instance.name} ({d.instance.gpu_name}, compute capability "
             f"{d.instance.gpu.compute_capability}): FlashInfer needs CUDA >= {floor} on compute capability "
             f"{major}.x, the image has CUDA {d.container.cuda}",
-            fix=f"use a container built with CUDA >= {floor} (e.g. vLLM DLC 0.11.1 or newer, LMI v21 or newer)",
+            fix=f"use a container built with CUDA >= {floor} ({cat.first_releases_with_cuda(floor)})",
             field="container.version",
         )
 

@@ -6,6 +6,8 @@ driver tables), never from the catalog entry the code reads.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from speculative_infra.catalog import load_catalog
@@ -372,3 +374,17 @@ def test_batch_host_names_the_newest_image_when_none_fits():
     unknown = choose_batch_host(cat, None, cat.container("vllm", "0.15.1"))
     assert (unknown.inference_ami_version, unknown.fits) == ("al2-ami-sagemaker-batch-gpu-535", False)
     assert "no known instance" in unknown.reason
+
+
+def test_flashinfer_fix_names_releases_that_pass_it():
+    # LMI v20 (CUDA 12.8) on a compute-capability-12.0 GPU: the fix names the first releases to try.
+    spec = {
+        "instance_type": "ml.g7e.2xlarge",
+        "container": {"framework": "lmi", "version": "20"},
+        "model": {"id": "Qwen/Qwen3-8B"},
+        "engine": {"tensor_parallel_size": 1},
+    }
+    (finding,) = [f for f in check(spec).findings if f.code == "SI201"]
+    vllm, lmi = re.search(r"vLLM DLC (\S+) or newer, LMI v(\S+) or newer", finding.fix).groups()
+    for container in ({"framework": "vllm", "version": vllm}, {"framework": "lmi", "version": lmi}):
+        assert "SI201" not in {f.code for f in check({**spec, "container": container}).findings}, container
