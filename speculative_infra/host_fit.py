@@ -182,8 +182,14 @@ def host_fix(
         return f"set inference_ami_version: {choice.inference_ami_version}, or auto, which picks it"
     choice = choose_host(cat, instance, container)
     if not choice.fits:
-        if instance is not None and instance.default_host is None:
-            # Nothing documented fits; SageMaker's own default host for the family is the one left to try.
+        seen = cat.default_host_evidence(container, instance.family) if instance and container else None
+        if (
+            instance is not None
+            and instance.default_host is None
+            and (seen is None or seen.outcome != "fails")
+        ):
+            # Nothing documented fits; SageMaker's own default host for the family is the one left to try
+            # (unless it was seen to fail with this container).
             return (
                 f"no host image in the catalog drives the {instance.gpu_name} and runs this container: keep "
                 f"SageMaker's default host (set inference_ami_version to default; its driver for {instance.family} "
