@@ -124,8 +124,9 @@ class SloAlarms(Construct):
         if missing and canary is not None and not canary.enabled:
             Annotations.of(self).add_warning_v2(
                 "speculative-infra:slo-on-disabled-canary",
-                f"{', '.join(missing)} are measured by the canary, whose schedule is disabled (the endpoint "
-                "scales to zero): their alarms stay OK until it is enabled (CanaryOptions enabled=True)"
+                f"{', '.join(missing)} are measured by the canary, whose schedule is disabled (enabled=False, "
+                "the default when the endpoint scales to zero): their alarms stay OK until it is enabled "
+                "(CanaryOptions enabled=True)"
                 + (
                     ", and the acceptance alarm will not start retraining"
                     if "min_tokens_per_chunk" in missing
