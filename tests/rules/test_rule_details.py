@@ -12,7 +12,7 @@ import pytest
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.check import check
-from speculative_infra.host_fit import driver_fit, drives_gpu
+from speculative_infra.host_fit import driver_fit, driver_fits, drives_gpu, host_fix
 from speculative_infra.rules.capacity import ComponentDemand, check_capacity
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.draft_structure import is_local_path, near_catalog_draft
@@ -388,3 +388,17 @@ def test_flashinfer_fix_names_releases_that_pass_it():
     vllm, lmi = re.search(r"vLLM DLC (\S+) or newer, LMI v(\S+) or newer", finding.fix).groups()
     for container in ({"framework": "vllm", "version": vllm}, {"framework": "lmi", "version": lmi}):
         assert "SI201" not in {f.code for f in check({**spec, "container": container}).findings}, container
+
+
+def test_host_choice_weighs_the_driver_build():
+    # The build reaches the host choice too: a 535.54.03 image cannot carry an L40S (first build 535.104.05).
+    l40s = CAT.instance_type("ml.g6e.xlarge").gpu
+    lmi18 = CAT.container("lmi", "18")
+    assert not driver_fits(CAT, lmi18, l40s, 535, "535.54.03")
+    assert driver_fits(CAT, lmi18, l40s, 535, "535.104.05") and driver_fits(CAT, lmi18, l40s, 535)
+
+
+def test_the_fix_where_no_host_image_drives_the_gpu_names_the_default_host():
+    fix = host_fix(CAT, CAT.instance_type("ml.g7.2xlarge"), CAT.container("vllm", "0.20.1"))
+    assert fix.startswith("no host image in the catalog drives the RTX-PRO-4500-Blackwell-Server")
+    assert "set inference_ami_version to default" in fix and "not documented" in fix

@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import MemoryOverheads, ModelFacts
 from speculative_infra.rules.draft_structure import edit_distance, near_catalog_draft
-from speculative_infra.sizing import MIB, MemoryPlan, estimated_draft_mib, kv_heads_per_gpu, weights_mib
+from speculative_infra.sizing import (
+    MIB,
+    MemoryPlan,
+    estimated_draft_mib,
+    kv_heads_per_gpu,
+    memory_plan,
+    overhead_mib,
+    weights_mib,
+)
 
 CAT = load_catalog()
 
@@ -154,3 +163,139 @@ def test_vllm_serve_batch_defaults_per_gpu(gpu, expected):
 
     facts = CAT.gpus[gpu]
     assert serve_defaults(CAT.vllm.memory_overheads, gpu, facts.memory_mib) == expected
+
+
+# The overhead and plan terms by hand, with constants chosen here (not the catalog's), so that dropping,
+# flipping or mis-scaling any term changes an exact figure. GiB = 1024 MiB; bytes / 2**20 = MiB.
+HAND_OVERHEADS = MemoryOverheads(
+    activation_fixed_gib=1.0,
+    activation_bytes_per_token_hidden=10.0,
+    sampler_bytes_per_row_vocab=8.0,
+    non_torch_gib=0.5,
+    cuda_graph_gib=0.25,
+    cuda_graph_counted_from="0.11.0",
+    default_gpu_memory_utilization=0.9,
+    large_gpu_min_gib=70,
+    large_gpu_exceptions=["A100-80GB"],
+    large_gpu_defaults=(8192, 1024),
+    small_gpu_defaults=(2048, 256),
+    source="test",
+    confidence="unverified",
+)
+HAND_MODEL = ModelFacts(
+    architecture="TestForCausalLM",
+    model_type="test",
+    parameters_billion=1.0,
+    num_hidden_layers=10,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    head_dim=64,
+    hidden_size=1024,
+    max_position_embeddings=4096,
+    vocab_size=1000,
+)
+
+
+def _overhead(engine, *, gpu="A10G", memory_gib=24, version="0.15.1", model=HAND_MODEL):
+    return overhead_mib(
+        HAND_OVERHEADS,
+        model=model,
+        engine=engine,
+        gpu_name=gpu,
+        gpu_memory_mib=memory_gib * 1024,
+        vllm_version=version,
+    )
+
+
+def test_overhead_terms_by_hand():
+    # 100 tokens x 1024 hidden x 10 B = 1,024,000 B; 4 rows x 1000 vocab x 8 B = 32,000 B.
+    activation = 1024 + (1_024_000 + 32_000) / MIB
+    engine = {"max_num_batched_tokens": 100, "max_num_seqs": 4}
+    assert _overhead(engine) == pytest.approx(activation + 512 + 256)  # + non-torch + CUDA graphs
+    assert _overhead({**engine, "enforce_eager": True}) == pytest.approx(activation + 512)  # no graphs
+    assert _overhead(engine, version="0.10.2") == pytest.approx(activation + 512)  # graphs not counted yet
+    assert _overhead(engine, version="0.11.0") == pytest.approx(activation + 512 + 256)  # counted from here
+    # Rows are max_num_seqs, at most the batched tokens: 200 rows of 100 tokens count as 100.
+    assert _overhead({**engine, "max_num_seqs": 200}) == pytest.approx(
+        1024 + (1_024_000 + 800_000) / MIB + 512 + 256
+    )
+    # Without hidden_size: heads x head_dim = 512.
+    no_hidden = HAND_MODEL.model_copy(update={"hidden_size": None})
+    assert _overhead(engine, model=no_hidden) == pytest.approx(1024 + (512_000 + 32_000) / MIB + 512 + 256)
+
+
+def test_overhead_uses_the_serve_defaults_of_the_named_gpu():
+    # No batching given: an 80 GiB H100 gets (8192, 1024), the A100-80GB excepted gets (2048, 256).
+    h100, a100 = _overhead({}, gpu="H100", memory_gib=80), _overhead({}, gpu="A100-80GB", memory_gib=80)
+    assert h100 == pytest.approx(1024 + (8192 * 1024 * 10 + 1024 * 1000 * 8) / MIB + 768)
+    assert a100 == pytest.approx(1024 + (2048 * 1024 * 10 + 256 * 1000 * 8) / MIB + 768)
+
+
+def _plan(speculative, engine=None, tp=2):
+    return memory_plan(
+        model=HAND_MODEL,
+        draft=None,
+        speculative=speculative,
+        engine=engine or {"max_model_len": 1024},
+        gpu_name="A10G",
+        gpu_memory_mib=24 * 1024,
+        tensor_parallel_size=tp,
+        vllm_version="0.15.1",
+        overheads=HAND_OVERHEADS,
+    )
+
+
+def test_plan_draft_layers_and_tensor_parallel_by_hand():
+    plain = _plan(None)
+    assert plain.full_layers == 10 and plain.draft_mib == 0
+    eagle = _plan({"method": "eagle3", "model": "test/head"})
+    assert eagle.full_layers == 11  # one draft layer
+    parallel = _plan({"method": "eagle3", "model": "test/head", "parallel_drafting": True})
+    assert parallel.full_layers == 14  # P-EAGLE: four
+    assert parallel.draft_mib > eagle.draft_mib  # the estimate grows with the layers
+    # The draft splits over its own tensor-parallel degree (default: the target's).
+    solo = _plan({"method": "eagle3", "model": "test/head", "draft_tensor_parallel_size": 1})
+    assert solo.draft_mib == pytest.approx(2 * eagle.draft_mib)
+
+
+def test_plan_sliding_window_layers_by_hand():
+    windowed = HAND_MODEL.model_copy(update={"sliding_window": 128, "sliding_window_layers": 4})
+    plan = memory_plan(
+        model=windowed,
+        draft=None,
+        speculative=None,
+        engine={},
+        gpu_name="A10G",
+        gpu_memory_mib=24 * 1024,
+        tensor_parallel_size=1,
+        vllm_version="0.15.1",
+        overheads=HAND_OVERHEADS,
+    )
+    assert (plan.full_layers, plan.window_layers, plan.window) == (6, 4, 128)
+    assert (_plan(None).window_layers, _plan(None).window) == (0, 0)
+
+
+def test_plan_passes_the_gpu_to_the_serve_defaults():
+    def plan(gpu: str) -> float:
+        return memory_plan(
+            model=HAND_MODEL,
+            draft=None,
+            speculative=None,
+            engine={},
+            gpu_name=gpu,
+            gpu_memory_mib=80 * 1024,
+            tensor_parallel_size=1,
+            vllm_version="0.15.1",
+            overheads=HAND_OVERHEADS,
+        ).overhead_mib
+
+    assert plan("H100") == pytest.approx(_overhead({}, gpu="H100", memory_gib=80))
+    assert plan("H100") > plan("A100-80GB")
+
+
+def test_overhead_without_a_vocabulary_assumes_128000():
+    no_vocab = HAND_MODEL.model_copy(update={"vocab_size": None})
+    engine = {"max_num_batched_tokens": 100, "max_num_seqs": 4}
+    assert _overhead(engine, model=no_vocab) == pytest.approx(
+        1024 + (1_024_000 + 4 * 128_000 * 8) / MIB + 768
+    )
