@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speculative_infra.catalog.models import Draft, MemoryOverheads, ModelFacts, version_tuple
+from speculative_infra.human_int import parse_human_int
 
 MIB = 2**20
 GIB = 2**30
@@ -94,8 +95,8 @@ def serve_defaults(overheads: MemoryOverheads, gpu_name: str, gpu_memory_mib: fl
 
 def _positive_int(value: object, default: int) -> int:
     # An engine value of the wrong type is SI502's to report; the arithmetic falls back to vLLM's default.
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
+    if isinstance(value, str):
+        value = parse_human_int(value)  # digits, or a size such as "16k" where the release reads one
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return default

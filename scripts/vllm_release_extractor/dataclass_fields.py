@@ -43,7 +43,8 @@ def compute_field_kwargs(ex: Extractor, name: str, hint: TypeHint) -> dict[str, 
     elif ex._feature("set_collection") and contains(hints, "set"):
         kw.update(collection_to_kwargs(ex, hints, "set"))
     elif contains(hints, "int"):
-        kw["type"] = ArgType("int")
+        # Some int fields are parsed as human-readable sizes ("16k"), chosen by name in arg_utils.
+        kw["type"] = ArgType(ex.human_readable_fields().get(name, "int"))
     elif contains(hints, "float"):
         kw["type"] = ArgType("float")
     elif contains(hints, "dict") and (contains(hints, "str") or any(not_builtin(h) for h in hints)):

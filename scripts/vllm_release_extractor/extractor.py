@@ -43,6 +43,7 @@ class Extractor:
         self._depth = 0
         self._action_registry: dict[Any, Any] = {}
         self._compute_features: dict[str, bool] = {}
+        self._human_readable: dict[str, str] | None = None
         self.stats: dict[str, Any] = {}
 
     def warn(self, msg: str) -> None:
@@ -479,6 +480,42 @@ class Extractor:
             }
         return self._compute_features[name]
 
+    def human_readable_fields(self) -> dict[str, str]:
+        """Integer fields that arg_utils parses with human_readable_int ("16k", "16K") by name, as
+        ``if name == "max_model_len": kwargs[name]["type"] = human_readable_int_or_auto``: field -> the
+        value type ("human_int" or "human_int_or_auto")."""
+        if self._human_readable is None:
+            self._human_readable = {}
+            tree = self.tree.module_ast("vllm.engine.arg_utils")
+            kinds = {"human_readable_int": "human_int", "human_readable_int_or_auto": "human_int_or_auto"}
+            # 0.11-0.13 name the fields in a local set first: human_readable_ints = {"max_model_len", ...}
+            named_sets = {
+                node.targets[0].id: _string_elements(node.value)
+                for node in (ast.walk(tree) if tree is not None else ())
+                if isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, (ast.Set, ast.Tuple, ast.List))
+            }
+            for node in ast.walk(tree) if tree is not None else ():
+                if not isinstance(node, ast.If):
+                    continue
+                parser = next(
+                    (
+                        kinds[stmt.value.id]
+                        for stmt in node.body
+                        if isinstance(stmt, ast.Assign)
+                        and isinstance(stmt.value, ast.Name)
+                        and stmt.value.id in kinds
+                    ),
+                    None,
+                )
+                if parser is None:
+                    continue
+                for name in _names_compared_to_name(node.test, named_sets):
+                    self._human_readable[name] = parser
+        return self._human_readable
+
     def get_kwargs(self, cls: Any) -> dict[str, dict[str, Any]] | Unknown:
         if not isinstance(cls, ClassRef):
             return Unknown(f"get_kwargs({cls})")
@@ -512,3 +549,25 @@ class Extractor:
             break
         self._action_registry = registry
         return registry
+
+
+def _string_elements(node: ast.expr) -> list[str]:
+    elements = node.elts if isinstance(node, (ast.Set, ast.Tuple, ast.List)) else []
+    return [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+
+
+def _names_compared_to_name(test: ast.expr, named_sets: dict[str, list[str]]) -> list[str]:
+    """The strings a test compares the variable ``name`` with: ``name == "a"``, ``name in ("a", "b")``, or
+    ``name in some_set`` where ``some_set = {"a", "b"}`` is assigned in the module."""
+    if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "name"):
+        return []
+    if len(test.ops) != 1 or len(test.comparators) != 1:
+        return []
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and isinstance(right.value, str):
+        return [right.value]
+    if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        return _string_elements(right)
+    if isinstance(op, ast.In) and isinstance(right, ast.Name):
+        return named_sets.get(right.id, [])
+    return []

@@ -590,8 +590,8 @@ def to_argtype(ex: Extractor, value: Any) -> ArgType:
         if isinstance(value.node, ast.Lambda):
             return _lambda_argtype(value.node)
         known = {
-            "human_readable_int": "int",
-            "human_readable_int_or_auto": "int",
+            "human_readable_int": "human_int",  # "16k" = 16,000; "16K" = 16,384
+            "human_readable_int_or_auto": "human_int_or_auto",
             "union_dict_and_str": "json",
             "parse_reasoning_parser": "str",
         }

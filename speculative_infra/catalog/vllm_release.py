@@ -28,7 +28,10 @@ __all__ = [
     "version_tuple",
 ]
 
-ValueType = Literal["int", "float", "str", "json", "bool", "unknown"]
+# human_int / human_int_or_auto: vLLM's human_readable_int ("16k" = 16,000, "16K" = 16,384; "-1" or "auto"
+# for the second), which some releases use for max_model_len, max_num_batched_tokens, kv_cache_memory_bytes.
+ValueType = Literal["int", "human_int", "human_int_or_auto", "float", "str", "json", "bool", "unknown"]
+
 
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
 

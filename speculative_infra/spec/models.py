@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from speculative_infra.human_int import parse_human_int
+
 _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 
 # inference_ami_version values that are not host image names. One default for every entry point
@@ -84,7 +86,10 @@ class EngineArgs(BaseModel):
 
     tensor_parallel_size: int | None = Field(default=None, ge=1, description="Default: the GPU count.")
     max_model_len: int | None = Field(
-        default=None, ge=1, description="Default: the model's context, capped to what fits in memory."
+        default=None,
+        ge=1,
+        description="Default: the model's context, capped to what fits in memory. Also as vLLM writes "
+        "sizes: 32k (32,000) or 32K (32,768).",
     )
     dtype: Literal["auto", "bfloat16", "float16", "half", "float32", "float"] | None = Field(
         default=None, description="Default: the model's dtype (float16 on GPUs without bf16)."
@@ -95,6 +100,15 @@ class EngineArgs(BaseModel):
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Default: 0.9.")
     kv_cache_dtype: str | None = None
     enable_lora: bool | None = None
+
+    @field_validator("max_model_len", mode="before")
+    @classmethod
+    def _human_readable(cls, value: Any) -> Any:
+        # vLLM reads "32k" / "32K" for this flag (human_readable_int); keep the spec's integer.
+        if isinstance(value, str):
+            parsed = parse_human_int(value)
+            return value if parsed is None else parsed
+        return value
 
     def given(self) -> dict[str, Any]:
         """Every key the user set, typed or not, in the order given."""

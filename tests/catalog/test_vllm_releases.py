@@ -137,7 +137,9 @@ def test_flag_invariants() -> None:
 def test_well_known_flags_0_15_1() -> None:
     r = load_vllm_release("0.15.1")
     mml = r.flag_by_dest("max_model_len")
-    assert mml is not None and mml.name == "--max-model-len" and mml.value_type == "int" and mml.takes_value
+    # vllm/engine/arg_utils.py of 0.15.1 parses max_model_len with human_readable_int_or_auto.
+    assert mml is not None and mml.name == "--max-model-len" and mml.value_type == "human_int_or_auto"
+    assert mml.takes_value
     tp = flag_for_option(r, "-tp")
     assert tp is not None and tp.name == "--tensor-parallel-size" and tp.aliases == ("-tp",)
     prefix = flag_for_option(r, "--enable-prefix-caching")
@@ -479,3 +481,56 @@ def test_release_table(extractor_mod: ModuleType) -> None:
         == 321
     )
     assert "| 0.16.0 |" in table
+
+
+# What vLLM's arg_utils does, release by release (read in the wheels): 0.11.0-0.13.0 name the fields in a
+# local set (human_readable_ints = {"max_model_len", "max_num_batched_tokens", "kv_cache_memory_bytes"}),
+# 0.14.0 and later test `name == "max_model_len"` (human_readable_int_or_auto) and
+# `name in ("max_num_batched_tokens", "kv_cache_memory_bytes")` (human_readable_int).
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        (
+            "0.11.0",
+            {"max_model_len": "human_int", "max_num_batched_tokens": "human_int", "max_num_seqs": "int"},
+        ),
+        (
+            "0.15.1",
+            {
+                "max_model_len": "human_int_or_auto",
+                "max_num_batched_tokens": "human_int",
+                "max_num_seqs": "int",
+            },
+        ),
+    ],
+)
+def test_human_readable_integer_flags(version: str, expected: dict[str, str]) -> None:
+    release = load_vllm_release(version)
+    assert {dest: release.flag_by_dest(dest).value_type for dest in expected} == expected
+
+
+def test_extractor_finds_human_readable_fields_in_each_form(extractor_mod: ModuleType) -> None:
+    arg_utils = """
+from vllm.utils import human_readable_int, human_readable_int_or_auto
+
+def _compute_kwargs(cls):
+    big = {"kv_cache_memory_bytes"}
+    for name in fields:
+        if name == "max_model_len":
+            kwargs[name]["type"] = human_readable_int_or_auto
+        elif name in ("max_num_batched_tokens",):
+            kwargs[name]["type"] = human_readable_int
+        if name in big:
+            kwargs[name]["type"] = human_readable_int
+        if name == "max_num_seqs":
+            kwargs[name]["type"] = int
+"""
+    tree = extractor_mod.SourceTree.from_mapping(
+        {"vllm/__init__.py": "", "vllm/engine/arg_utils.py": arg_utils}
+    )
+    found = extractor_mod.Extractor(tree, "test").human_readable_fields()
+    assert found == {
+        "max_model_len": "human_int_or_auto",
+        "max_num_batched_tokens": "human_int",
+        "kv_cache_memory_bytes": "human_int",
+    }

@@ -18,6 +18,7 @@ from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.draft_structure import is_local_path, near_catalog_draft
 from speculative_infra.rules.finding import Severity
 from speculative_infra.rules.registry import all_rules
+from speculative_infra.spec.loader import SpecError
 from tests.conftest import REFERENCE_SPEC, deep_merge
 
 CAT = load_catalog()
@@ -402,3 +403,13 @@ def test_the_fix_where_no_host_image_drives_the_gpu_names_the_default_host():
     fix = host_fix(CAT, CAT.instance_type("ml.g7.2xlarge"), CAT.container("vllm", "0.20.1"))
     assert fix.startswith("no host image in the catalog drives the RTX-PRO-4500-Blackwell-Server")
     assert "set inference_ami_version to default" in fix and "not documented" in fix
+
+
+def test_max_model_len_as_vllm_writes_sizes():
+    # vLLM reads --max-model-len 32k as 32,000 and 32K as 32,768 (human_readable_int); the spec keeps the
+    # integer, so the container gets digits whatever the release, and a size vLLM refuses stays an error.
+    for text, tokens in (("4k", 4000), ("4K", 4096)):
+        result = check({**REFERENCE_SPEC, "engine": {**REFERENCE_SPEC["engine"], "max_model_len": text}})
+        assert result.deployment.engine["max_model_len"] == tokens
+    with pytest.raises(SpecError, match="max_model_len"):
+        check({**REFERENCE_SPEC, "engine": {**REFERENCE_SPEC["engine"], "max_model_len": "1.5K"}})

@@ -213,7 +213,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI501": ({}, {"engine": {"model": "Qwen/Qwen3-32B"}}),
     "SI502": (
         {"engine": {"max_num_batched_tokens": 8192, "kv_cache_dtype": "fp8", "enforce_eager": False}},
+        {"engine": {"seed": "8k"}},  # a plain int in every release: vLLM's int() refuses "8k"
+    ),
+    # vLLM's human_readable_int takes "8k" (8,000) and "8K" (8,192) but refuses decimals with binary
+    # suffixes ("Decimals are not allowed with binary suffixes"): vllm/engine/arg_utils.py.
+    "SI502 human-readable": (
         {"engine": {"max_num_batched_tokens": "8k"}},
+        {"engine": {"max_num_batched_tokens": "1.5K"}},
     ),
     "SI502 choices": ({"engine": {"kv_cache_dtype": "fp8_e5m2"}}, {"engine": {"kv_cache_dtype": "fp9"}}),
     "SI502 boolean": ({"engine": {"enforce_eager": True}}, {"engine": {"enforce_eager": "yes"}}),

@@ -6,6 +6,7 @@ import pytest
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import MemoryOverheads, ModelFacts
+from speculative_infra.human_int import parse_human_int
 from speculative_infra.rules.draft_structure import edit_distance, near_catalog_draft
 from speculative_infra.sizing import (
     MIB,
@@ -299,3 +300,19 @@ def test_overhead_without_a_vocabulary_assumes_128000():
     assert _overhead(engine, model=no_vocab) == pytest.approx(
         1024 + (1_024_000 + 4 * 128_000 * 8) / MIB + 768
     )
+
+
+# vLLM's human_readable_int docstring examples (vllm/engine/arg_utils.py): '1k' -> 1,000, '1K' -> 1,024,
+# '25.6k' -> 25,600; binary suffixes take whole numbers only.
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1k", 1000), ("1K", 1024), ("25.6k", 25600), ("2M", 2 * 2**20), ("3g", 3 * 10**9), ("16", 16),
+     (" 8k ", 8000), ("1.5K", None), ("k", None), ("8 k", None), ("-1", None), ("0x10", None)],
+)  # fmt: skip
+def test_parse_human_int(text, value):
+    assert parse_human_int(text) == value
+
+
+def test_overhead_reads_a_human_readable_token_budget():
+    engine = {"max_num_batched_tokens": "1k", "max_num_seqs": 4}
+    assert _overhead(engine) == pytest.approx(1024 + (1000 * 1024 * 10 + 32_000) / MIB + 768)
