@@ -354,6 +354,7 @@ class QuantizationSupport(Sourced):
 
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
+    fp8_min_compute_capability: ValueFact
     quantization: dict[str, QuantizationSupport]
     lora_with_speculative: SupportFact
     speculative: SpeculativeFacts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
@@ -36,11 +37,12 @@ def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
     if plan.draft_mib:
         draft = f" + draft {_gib(plan.draft_mib)}{' (estimated)' if plan.draft_estimated else ''}"
     fits = plan.max_tokens()
-    # FP8 KV cache halves the cache; offered where the GPU computes in FP8 (Ada, Hopper, Blackwell: 8.9+).
+    # FP8 KV cache halves the cache; offered where vLLM computes in FP8 (Ada, Hopper, Blackwell).
+    fp8_floor = load_catalog().vllm.fp8_min_compute_capability.value
     fp8 = (
         ", use an fp8 KV cache (engine.kv_cache_dtype: fp8)"
         if not str(d.engine.get("kv_cache_dtype", "auto")).startswith("fp8")
-        and version_tuple(d.instance.gpu.compute_capability) >= (8, 9)
+        and version_tuple(d.instance.gpu.compute_capability) >= version_tuple(fp8_floor)
         else ""
     )
     fix = (

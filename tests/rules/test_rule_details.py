@@ -413,3 +413,23 @@ def test_max_model_len_as_vllm_writes_sizes():
         assert result.deployment.engine["max_model_len"] == tokens
     with pytest.raises(SpecError, match="max_model_len"):
         check({**REFERENCE_SPEC, "engine": {**REFERENCE_SPEC["engine"], "max_model_len": "1.5K"}})
+
+
+def test_memory_fix_offers_an_fp8_kv_cache_only_where_vllm_computes_in_fp8():
+    # vLLM's docs: FP8 computation on compute capability >= 8.9 (Ada, Hopper, Blackwell): the L40S (8.9)
+    # gets the suggestion, the A10G (8.6) does not.
+    def fix(instance_type: str, tp: int) -> str:
+        spec = deep_merge(
+            REFERENCE_SPEC,
+            {
+                "instance_type": instance_type,
+                "container": {"version": "0.11.0"},
+                "engine": {"tensor_parallel_size": tp, "max_model_len": 40960, "gpu_memory_utilization": 0.8},
+                "speculative": None,
+            },
+        )
+        (finding,) = [f for f in check(spec).findings if f.code == "SI300"]
+        return finding.fix
+
+    assert "kv_cache_dtype: fp8" in fix("ml.g6e.12xlarge", 2)
+    assert "kv_cache_dtype: fp8" not in fix("ml.g5.12xlarge", 4)
