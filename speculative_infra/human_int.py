@@ -24,3 +24,14 @@ def parse_human_int(value: str) -> int | None:
     if suffix in _DECIMAL:
         return int(float(number) * _DECIMAL[suffix])
     return int(number) * _BINARY[suffix] if number.isdigit() else None
+
+
+HUMAN_INT_TYPES = ("human_int", "human_int_or_auto")  # the release data's value types for such flags
+
+
+def reads_as_human_int(value_type: str, text: str) -> bool:
+    """Would vLLM's parser for this value type (human_readable_int, or its _or_auto form, which also
+    takes "-1" and "auto") accept the text?"""
+    if parse_human_int(text) is not None:
+        return True
+    return value_type == "human_int_or_auto" and text.strip().lower() in ("-1", "auto")

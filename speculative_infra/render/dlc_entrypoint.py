@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from speculative_infra.catalog.vllm_release import VllmRelease
-from speculative_infra.human_int import parse_human_int
+from speculative_infra.human_int import HUMAN_INT_TYPES, reads_as_human_int
 
 PREFIX = "SM_VLLM_"
 
@@ -60,10 +60,7 @@ def serve_argv_problems(argv: list[str], release: VllmRelease) -> list[str]:
             problems.append(f"{token} {value!r} is not one of {', '.join(flag.choices)}")
         elif flag.value_type == "int" and not value.lstrip("-").isdigit():
             problems.append(f"{token} {value!r} is not an integer")
-        elif flag.value_type in ("human_int", "human_int_or_auto") and (
-            parse_human_int(value) is None
-            and not (flag.value_type == "human_int_or_auto" and value.strip().lower() in ("-1", "auto"))
-        ):
+        elif flag.value_type in HUMAN_INT_TYPES and not reads_as_human_int(flag.value_type, value):
             problems.append(f"{token} {value!r} is not an integer or a size such as 16k")
         elif flag.value_type == "float":
             try:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from speculative_infra.catalog.vllm_release import VllmFlag, releases_with_dest
-from speculative_infra.human_int import parse_human_int
+from speculative_infra.human_int import HUMAN_INT_TYPES, reads_as_human_int
 from speculative_infra.render.lmi_env import RESERVED_ENGINE_KEYS as LMI_RESERVED
 from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS as VLLM_RESERVED
 from speculative_infra.resolve import ResolvedDeployment
@@ -97,13 +97,10 @@ def _value_problem(flag: VllmFlag, value: Any) -> str | None:
             isinstance(value, str) and _DIGITS.match(value) is not None
         )
         return None if ok else "an integer"
-    if flag.value_type in ("human_int", "human_int_or_auto"):
+    if flag.value_type in HUMAN_INT_TYPES:
         if isinstance(value, int) and not isinstance(value, bool):
             return None
-        if isinstance(value, str) and (
-            parse_human_int(value) is not None
-            or (flag.value_type == "human_int_or_auto" and value.strip().lower() in ("-1", "auto"))
-        ):
+        if isinstance(value, str) and reads_as_human_int(flag.value_type, value):
             return None
         return "an integer, or a size such as 16k (16,000) or 16K (16,384)" + (
             ', or "auto"' if flag.value_type == "human_int_or_auto" else ""
