@@ -6,10 +6,12 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk.assertions import Template
 
 from tests.cfn import cfn_lint_errors
 from tests.conftest import REPO
@@ -129,3 +131,34 @@ def test_retraining_example_synthesizes_lint_clean(tmp_path):
     assert "AWS::SSM::Parameter" in types and "AWS::Events::Rule" in types
     assert types.count("AWS::Scheduler::Schedule") == 2  # the canary's and the loop's
     assert cfn_lint_errors(stack.template, ["us-west-2"]) == []
+
+
+def test_the_synthesis_benchmarks_l2_floor_builds_only_what_the_reference_app_has(assembly, tmp_path):
+    """benchmarks/bench_synth.py's floor is a lower bound only if every L2 it builds is one the reference
+    app's templates contain; it must also still build the costly kinds (functions, the Provider framework's
+    waiter, dashboard, alarms) and run inside the baseline script it is pasted into."""
+    bench = load_example("bench_synth", REPO / "benchmarks" / "bench_synth.py")
+    compile(bench.BASELINE.replace("{l2_first_use}", bench.L2_FIRST_USE), "l2_floor.py", "exec")
+    handler = tmp_path / "handler"
+    handler.mkdir()
+    (handler / "index.py").write_text("def handler(event, context):\n    return {}\n")
+    argv = ["l2_floor.py", "reference", str(tmp_path / "floor"), str(handler)]
+    namespace: dict[str, Any] = {"cdk": cdk, "sys": SimpleNamespace(argv=argv)}
+    exec(bench.L2_FIRST_USE, namespace)
+    resources = Template.from_stack(namespace["throwaway"]).to_json()["Resources"].values()
+
+    def kind(resource_type: str) -> str:  # a custom resource is one kind whatever its Custom:: name
+        return "Custom::" if resource_type.startswith("Custom::") else resource_type
+
+    floor_types = {kind(r["Type"]) for r in resources}
+    app_types = {kind(r["Type"]) for s in assembly.stacks for r in s.template["Resources"].values()}
+    assert floor_types - app_types == set()
+    costly = {
+        "AWS::Lambda::Function",
+        "AWS::StepFunctions::StateMachine",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::CloudWatch::Alarm",
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        "Custom::",
+    }
+    assert costly <= floor_types
