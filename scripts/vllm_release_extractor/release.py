@@ -64,8 +64,41 @@ def extract_speculative(ex: Extractor) -> dict[str, Any]:
         "fields": names,
         "methods": sorted(set(methods)),
         "eagle3_target_allowlist": eagle3_allowlist(cls),
+        "refused_methods": refused_methods(cls),
         "unknown_keys": unknown_key_policy(ex, cls),
     }
+
+
+def refused_methods(cls: ClassRef) -> list[str]:
+    """Methods the release names but refuses when it builds the config.
+
+    A block that sets ``self.method = "<m>"`` and then raises ``NotImplementedError``: how
+    0.10.0 to 0.14.1 refuse a plain draft model ("Speculative decoding with draft model is not
+    supported yet"), whether the method was set or guessed.
+    """
+    found: set[str] = set()
+    for node in ast.walk(cls.node):
+        for block in (getattr(node, "body", None), getattr(node, "orelse", None)):
+            if not isinstance(block, list):
+                continue
+            chosen: str | None = None
+            for stmt in block:
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and len(stmt.targets) == 1
+                    and ast.unparse(stmt.targets[0]) == "self.method"
+                    and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, str)
+                ):
+                    chosen = stmt.value.value
+                elif chosen is not None and isinstance(stmt, ast.Raise) and _raises_not_implemented(stmt):
+                    found.add(chosen)
+    return sorted(found)
+
+
+def _raises_not_implemented(stmt: ast.Raise) -> bool:
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
 def eagle3_allowlist(cls: ClassRef) -> list[str] | None:

@@ -24,8 +24,8 @@ def release_table(records: Iterable[Mapping[str, Any]]) -> str:
     """Markdown table: one row per release with flag counts and speculative facts."""
     lines = [
         "| vLLM | long options | flag entries | boolean | negatable | choices | value type unknown | "
-        "spec fields | methods | EAGLE3 allow-list | unknown spec keys | front-end args module |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
+        "spec fields | methods | refused methods | EAGLE3 allow-list | unknown spec keys | front-end args module |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|",
     ]
     for rec in records:
         flags = rec["serve_flags"]
@@ -41,6 +41,7 @@ def release_table(records: Iterable[Mapping[str, Any]]) -> str:
             str(sum(f["value_type"] == "unknown" for f in flags)),
             str(len(spec["fields"])),
             str(len(spec["methods"])),
+            ", ".join(spec["refused_methods"]) or "-",
             "none" if allow is None else ", ".join(allow),
             spec["unknown_keys"],
             f"`{rec['source'].get('frontend_module', '?')}`",

@@ -25,6 +25,7 @@ from speculative_infra.catalog.models import (
     InferenceComponentRegions,
     InstanceFamily,
     InstanceType,
+    LmiRelease,
     LmiRepository,
     ModelFacts,
     Observation,
@@ -33,6 +34,7 @@ from speculative_infra.catalog.models import (
     PriceList,
     RecommendedAmis,
     SageMakerFacts,
+    VllmDlcRelease,
     VllmDlcRepository,
     VllmFacts,
     version_tuple,
@@ -145,23 +147,28 @@ class Catalog(BaseModel):
 
     def first_releases_with_cuda(self, minimum: str) -> str:
         """The oldest vLLM DLC and LMI releases built with CUDA >= minimum, for fix messages."""
-        vllm = next(
-            (
-                r.version
-                for r in sorted(self.vllm_dlc.releases, key=lambda r: version_tuple(r.version))
-                if version_tuple(r.cuda) >= version_tuple(minimum)
-            ),
-            None,
+        return self._first_releases(
+            lambda r: version_tuple(r.cuda) >= version_tuple(minimum),
+            lambda r: version_tuple(r.cuda) >= version_tuple(minimum),
         )
-        lmi = next(
-            (
-                r.lmi_version
-                for r in sorted(self.lmi.releases, key=lambda r: int(r.lmi_version))
-                if version_tuple(r.cuda) >= version_tuple(minimum)
-            ),
-            None,
+
+    def first_releases_running(self, runs: Callable[[str], bool | None]) -> str:
+        """The oldest vLLM DLC and LMI releases from which every newer one's vLLM passes `runs(vllm_version)`
+        (None: not known for that vLLM, which neither counts nor breaks the run)."""
+        return self._first_releases(lambda r: runs(r.version), lambda r: runs(r.vllm_version))
+
+    def _first_releases(
+        self, vllm_ok: Callable[[VllmDlcRelease], bool | None], lmi_ok: Callable[[LmiRelease], bool | None]
+    ) -> str:
+        """'vLLM DLC X or newer, LMI vY or newer': the oldest release of each from which all newer pass."""
+        vllm = _oldest_of_passing_tail(
+            sorted(self.vllm_dlc.releases, key=lambda r: version_tuple(r.version)), vllm_ok
         )
-        named = [f"vLLM DLC {vllm} or newer" if vllm else "", f"LMI v{lmi} or newer" if lmi else ""]
+        lmi = _oldest_of_passing_tail(sorted(self.lmi.releases, key=lambda r: int(r.lmi_version)), lmi_ok)
+        named = [
+            f"vLLM DLC {vllm.version} or newer" if vllm else "",
+            f"LMI v{lmi.lmi_version} or newer" if lmi else "",
+        ]
         return ", ".join(n for n in named if n) or "no release in the catalog yet"
 
     def container(self, framework: str, version: str) -> ContainerImage | None:
@@ -319,3 +326,17 @@ def _check_references(catalog: Catalog) -> None:
     ]
     if problems:
         raise CatalogError("catalog is inconsistent: " + "; ".join(problems))
+
+
+def _oldest_of_passing_tail(releases: list[Any], ok: Callable[[Any], bool | None]) -> Any | None:
+    """Of releases sorted oldest first, the oldest one that passes and after which every release passes
+    (a release `ok` knows nothing of, None, is skipped)."""
+    oldest = None
+    for release in reversed(releases):
+        verdict = ok(release)
+        if verdict is None:
+            continue
+        if not verdict:
+            break
+        oldest = release
+    return oldest

@@ -82,6 +82,9 @@ class SpeculativeFacts(BaseModel):
     eagle3_target_allowlist: tuple[str, ...] | None = Field(
         description="model_type substrings an EAGLE3 target must contain; None: the release has no such check"
     )
+    refused_methods: tuple[str, ...] = Field(
+        description="Methods named in `method` that the release refuses at start-up (NotImplementedError)"
+    )
     unknown_keys: Literal["dropped", "rejected"]
 
 

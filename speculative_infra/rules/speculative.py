@@ -24,9 +24,11 @@ def _first_release_with_field(field: str) -> str | None:
     code="SI400",
     name="speculative-method-known",
     severity=Severity.ERROR,
-    title="Speculative method is explicit and known to the vLLM release",
+    title="Speculative method is explicit, known to the vLLM release, and run by it",
     rationale="vLLM guesses the method from the draft's name when it is missing, and guesses wrong "
-    "(a name containing 'eagle-' is taken as EAGLE-1).",
+    "(a name containing 'eagle-' is taken as EAGLE-1). Some releases name a method they refuse at start-up: "
+    "0.10.0 to 0.14.1 list draft_model but raise NotImplementedError for a plain draft model (each "
+    "release's refusals are in its generated data).",
 )
 def speculative_method_known(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative or d.vllm_release is None:
@@ -47,6 +49,24 @@ def speculative_method_known(d: ResolvedDeployment) -> Iterator[Violation]:
             fix="use one of the allowed methods, or a vLLM release that has this one",
             field="speculative.method",
         )
+    elif method in d.vllm_release.speculative.refused_methods:
+        containers = load_catalog().first_releases_running(lambda version: _runs_method(version, method))
+        yield Violation(
+            message=f"speculative.method {method!r} is named by vLLM {d.vllm_release.vllm_version} but refused at "
+            "start-up (its SpeculativeConfig raises NotImplementedError for it); containers that run it: "
+            f"{containers}",
+            fix=f"use {containers}, or a method this release runs (eagle3 with a trained head, or ngram "
+            "without a draft)",
+            field="speculative.method",
+        )
+
+
+def _runs_method(version: str, method: str) -> bool | None:
+    """Whether vLLM `version` runs `method`; None without release data for it (an LMI's patched build)."""
+    if version not in available_vllm_versions():
+        return None
+    facts = load_vllm_release(version).speculative
+    return method in facts.methods and method not in facts.refused_methods
 
 
 @rule(

@@ -116,3 +116,20 @@ def test_schema_forbids_unknown_keys():
         Draft.model_validate(
             yaml.safe_load("{method: eagle3, target: x, source: s, confidence: reported, sise_gb: 1}")
         )
+
+
+def test_oldest_of_passing_tail_needs_every_newer_release_to_pass():
+    from speculative_infra.catalog.loader import _oldest_of_passing_tail
+
+    verdicts = {"a": True, "b": False, "c": True, "d": None, "e": True}
+    assert _oldest_of_passing_tail(list(verdicts), verdicts.get) == "c"  # "d" is unknown: skipped
+    assert _oldest_of_passing_tail(["a", "b"], verdicts.get) is None  # the newest fails
+    assert _oldest_of_passing_tail(["a", "c"], verdicts.get) == "a"
+
+
+def test_first_releases_running_names_the_oldest_of_each_framework():
+    cat = load_catalog()
+    assert cat.first_releases_running(lambda v: tuple(map(int, v.split("."))) >= (0, 15, 0)) == (
+        "vLLM DLC 0.15.1 or newer, LMI v20 or newer"
+    )
+    assert cat.first_releases_running(lambda v: False) == "no release in the catalog yet"

@@ -212,6 +212,15 @@ def test_eagle3_allowlist() -> None:
             assert allow(version) is None, version
 
 
+def test_refused_methods() -> None:
+    """Read in the wheels: up to 0.14.1 SpeculativeConfig sets method "draft_model" for a plain draft and
+    raises NotImplementedError ("Speculative decoding with draft model is not supported yet"; seen on
+    0.11.0 in vllm#26547 and on 0.13.0 in vllm#31883); 0.15.0 runs draft models again."""
+    for release in _all():
+        expected = ("draft_model",) if version_tuple(release.vllm_version) <= (0, 14, 1) else ()
+        assert release.speculative.refused_methods == expected, release.vllm_version
+
+
 def test_missing_version_raises_key_error_listing_available() -> None:
     with pytest.raises(KeyError) as info:
         load_vllm_release("0.9.9")
@@ -441,6 +450,36 @@ def test_speculative_facts_from_synthetic_tree(extractor_mod: ModuleType) -> Non
     assert spec["methods"] == ["deepseek_mtp", "eagle", "eagle3", "mtp", "ngram"]  # nested Literal flattened
     assert spec["eagle3_target_allowlist"] == ["llama", "qwen"]
     assert spec["unknown_keys"] == "rejected"  # @config wraps a pydantic dataclass with extra="forbid"
+
+
+def test_refused_methods_from_synthetic_tree(extractor_mod: ModuleType) -> None:
+    files = dict(FAKE_TREE)
+    files["vllm/config/speculative.py"] = """
+from typing import Literal
+from pydantic.dataclasses import dataclass
+
+@dataclass
+class SpeculativeConfig:
+    method: Literal["ngram", "eagle", "medusa", "draft_model", "suffix"] | None = None
+
+    def __post_init__(self):
+        if self.method == "suffix":
+            raise NotImplementedError("checked elsewhere, no method set here")
+        if self.model is not None:
+            if "eagle-" in self.model:
+                self.method = "eagle"
+            elif self.hf_type == "medusa":
+                self.method = "medusa"
+                raise ValueError("a different error is not a refusal")
+            else:
+                self.method = "draft_model"
+                raise NotImplementedError(
+                    "Speculative decoding with draft model is not supported yet."
+                )
+"""
+    spec = extractor_mod.extract_speculative(_fake_extractor(extractor_mod, files))
+    assert spec["refused_methods"] == ["draft_model"]
+    assert extractor_mod.extract_speculative(_fake_extractor(extractor_mod))["refused_methods"] == []
 
 
 def test_speculative_unknown_keys_dropped_for_plain_pydantic_dataclass(extractor_mod: ModuleType) -> None:

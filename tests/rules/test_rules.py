@@ -181,6 +181,14 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"model": {"id": "acme/unknown-7b"}, "speculative": None},
     ),
     "SI400": ({}, {"speculative": {"method": "eagle9"}}),
+    # vLLM 0.14.x is the last to refuse a plain draft model; the first DLC after it is 0.15.1
+    "SI400 refused": (
+        {"speculative": {"method": "draft_model", "model": "Qwen/Qwen3-0.6B"}},
+        {
+            "container": {"version": "0.14.0"},
+            "speculative": {"method": "draft_model", "model": "Qwen/Qwen3-0.6B"},
+        },
+    ),
     "SI401": ({}, {"model": UNKNOWN_MISTRAL, "speculative": {"model": "acme/mistral-eagle3"}}),
     "SI402": (
         {"container": {"version": "0.16.0"}, "speculative": {"parallel_drafting": True}},
@@ -316,6 +324,33 @@ def test_eagle3_target_fix_names_the_first_release_that_allows_it():
     ).findings
     si401 = next(f for f in findings if f.code == "SI401")
     assert "'mistral'" in si401.message and si401.fix == "use vLLM 0.22.0 or newer, which allows this target"
+
+
+@pytest.mark.parametrize(
+    ("container", "refused"),
+    [
+        ({"framework": "vllm", "version": "0.11.0"}, True),
+        ({"framework": "vllm", "version": "0.14.0"}, True),
+        ({"framework": "vllm", "version": "0.15.1"}, False),
+        ({"framework": "lmi", "version": "19"}, True),  # vLLM 0.14.0
+        ({"framework": "lmi", "version": "20"}, False),  # vLLM 0.15.1
+    ],
+)
+def test_draft_model_refused_up_to_vllm_0_14(container, refused):
+    """vLLM 0.10.0-0.14.1 raise NotImplementedError("Speculative decoding with draft model is not supported
+    yet") for a plain draft model (vllm#26547 on 0.11.0, vllm#31883 on 0.13.0); 0.15.0 runs it again."""
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {"container": container, "speculative": {"method": "draft_model", "model": "Qwen/Qwen3-0.6B"}},
+    )
+    si400 = [f for f in check(spec).findings if f.code == "SI400"]
+    assert bool(si400) is refused
+    if refused:
+        [finding] = si400
+        assert (
+            "'draft_model' is named by vLLM" in finding.message and "refused at start-up" in finding.message
+        )
+        assert finding.fix.startswith("use vLLM DLC 0.15.1 or newer, LMI v20 or newer, or a method")
 
 
 def test_engine_arg_typo_suggests_the_flag():
