@@ -62,7 +62,7 @@ def speculative_method_known(d: ResolvedDeployment) -> Iterator[Violation]:
 
 
 def _runs_method(version: str, method: str) -> bool | None:
-    """Whether vLLM `version` runs `method`; None without release data for it (an LMI's patched build)."""
+    """Whether vLLM `version` runs `method`; None without release data (LMI v27 bundles vLLM 0.23.1, not on PyPI)."""
     if version not in available_vllm_versions():
         return None
     facts = load_vllm_release(version).speculative
