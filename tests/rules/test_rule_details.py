@@ -405,6 +405,33 @@ def test_the_fix_where_no_host_image_drives_the_gpu_names_the_default_host():
     assert "set inference_ami_version to default" in fix and "not documented" in fix
 
 
+def test_the_fix_keeps_no_default_host_that_was_seen_failing():
+    """No catalog row shows anything on g7's default host, so add a row: after a failure the fix must not
+    offer that host; after a success `auto` keeps it (with no row, the test above: offered, to confirm)."""
+    from speculative_infra.catalog.models import Observation
+
+    g7, vllm = CAT.instance_type("ml.g7.2xlarge"), CAT.container("vllm", "0.20.1")
+    seen = {
+        "framework": "vllm",
+        "version": "0.20.1",
+        "family": "g7",
+        "source": "test",
+        "confidence": "reported",
+    }
+    failed = CAT.model_copy(
+        update={"observations": [*CAT.observations, Observation(**seen, outcome="fails")]}
+    )
+    assert host_fix(failed, g7, vllm) == (
+        "choose a container release or instance family that a host image in the catalog can run"
+    )
+    worked = CAT.model_copy(
+        update={"observations": [*CAT.observations, Observation(**seen, outcome="works")]}
+    )
+    assert host_fix(worked, g7, vllm).startswith(
+        "set inference_ami_version: auto (SageMaker's default host for g7"
+    )
+
+
 def test_max_model_len_as_vllm_writes_sizes():
     # vLLM reads --max-model-len 32k as 32,000 and 32K as 32,768 (human_readable_int); the spec keeps the
     # integer, so the container gets digits whatever the release, and a size vLLM refuses stays an error.
@@ -433,3 +460,64 @@ def test_memory_fix_offers_an_fp8_kv_cache_only_where_vllm_computes_in_fp8():
 
     assert "kv_cache_dtype: fp8" in fix("ml.g6e.12xlarge", 2)
     assert "kv_cache_dtype: fp8" not in fix("ml.g5.12xlarge", 4)
+
+
+# What vLLM 0.15.1's argument parser accepts per flag type (argparse `type=` in its arg_utils: int, float,
+# human_readable_int, human_readable_int_or_auto, choices, BooleanOptionalAction), value by value.
+@pytest.mark.parametrize(
+    ("dest", "value", "problem"),
+    [
+        ("cpu_offload_gb", "lots", "a number"),  # float
+        ("cpu_offload_gb", True, "a number"),
+        ("cpu_offload_gb", "2.5", None),
+        ("cpu_offload_gb", 2, None),
+        ("max_num_seqs", "2k", "an integer"),  # int: no sizes
+        ("max_num_seqs", True, "an integer"),
+        ("max_num_seqs", "64", None),
+        ("max_num_batched_tokens", "lots", "an integer, or a size such as 16k (16,000) or 16K (16,384)"),
+        ("max_num_batched_tokens", "16k", None),
+        ("max_num_batched_tokens", "16K", None),
+        ("max_num_batched_tokens", True, "an integer, or a size such as 16k (16,000) or 16K (16,384)"),
+        ("max_model_len", "lots", 'an integer, or a size such as 16k (16,000) or 16K (16,384), or "auto"'),
+        ("max_model_len", "32k", None),
+        ("max_model_len", "auto", None),  # human_readable_int_or_auto
+        ("max_num_batched_tokens", "auto", "an integer, or a size such as 16k (16,000) or 16K (16,384)"),
+        ("enable_prefix_caching", "yes", "true or false"),
+        ("enable_prefix_caching", False, None),
+    ],
+)
+def test_engine_arg_value_problem_per_flag_type(dest, value, problem):
+    from speculative_infra.catalog.vllm_release import load_vllm_release
+    from speculative_infra.rules.engine_args import _value_problem
+
+    flag = load_vllm_release("0.15.1").flag_by_dest(dest)
+    assert flag is not None, dest
+    assert _value_problem(flag, value) == problem
+
+
+def test_engine_arg_choices_name_every_choice():
+    from speculative_infra.catalog.vllm_release import load_vllm_release
+    from speculative_infra.rules.engine_args import _value_problem
+
+    flag = load_vllm_release("0.15.1").flag_by_dest("kv_cache_dtype")
+    assert flag is not None and flag.choices
+    assert _value_problem(flag, "fp9") == "one of " + ", ".join(flag.choices)
+    assert _value_problem(flag, flag.choices[-1]) is None
+
+
+def test_auto_prefers_the_host_image_aws_recommends_for_the_containers_cuda():
+    """AWS recommends gpu-3-1 for CUDA 12.x images (amis.yaml recommended_by_cuda); where it fits it is
+    chosen even when a newer-driver image (gpu-4-1, driver 580) is offered and fits too."""
+    from speculative_infra.host_fit import fitting_host_image
+
+    cat = load_catalog()
+    container = cat.container("vllm", "0.11.0")  # CUDA 12.8
+    instance = cat.instance_type("ml.g6e.xlarge")
+    assert container is not None and instance is not None
+    assert cat.amis["al2023-ami-sagemaker-inference-gpu-4-1"].offered_on(instance.family)
+    assert fitting_host_image(cat, container, instance) == "al2-ami-sagemaker-inference-gpu-3-1"
+    blackwell = cat.instance_type("ml.g7e.2xlarge")  # gpu-3-1 (550) cannot drive it: the newest that can
+    assert blackwell is not None
+    assert fitting_host_image(cat, cat.container("vllm", "0.15.1"), blackwell) == (
+        "al2023-ami-sagemaker-inference-gpu-4-1"
+    )
