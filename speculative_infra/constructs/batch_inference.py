@@ -38,7 +38,8 @@ from speculative_infra.spec import EngineArgs, SpeculativeConfig
 # in flight, 600-token answers in up to 45.8 s, 76 ms a token, 27% slower than at 16 (aws-samples/
 # sagemaker-genai-hosting-examples@3de810a6 07-benchmark/sagemaker-inference-benchmark-suite/results/
 # backup_mar_9/qwen3-vanilla-g512xl_..._long_context_..._20260309_203530.csv); more requests in flight
-# (max_num_seqs 64 here by default) are slower still. `speculative-infra bench --mode batch` measures the pace of a given deployment.
+# (max_num_seqs 64 here by default) are slower still. `speculative-infra bench --mode batch` measures
+# the pace of a given deployment.
 EXPECTED_TPOT_MS_FULL_BATCH = 100.0
 TIMEOUT_MARGIN = 1.5
 MIN_INVOCATION_TIMEOUT_S = 60

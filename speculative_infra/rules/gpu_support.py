@@ -81,13 +81,7 @@ def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
     if version_tuple(cc) < version_tuple(floor):
         yield Violation(
             message=f"{d.instance.gpu_name} on {d.instance.name} has compute capability {cc}; vLLM needs >= {floor}",
-            fix="choose a newer GPU family ("
-            + ", ".join(
-                load_catalog().families_where(
-                    lambda g: version_tuple(g.compute_capability) >= version_tuple(floor)
-                )
-            )
-            + ")",
+            fix=f"choose a newer GPU family ({_families_with_compute_capability(floor)})",
             field="instance_type",
         )
 
@@ -111,17 +105,8 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
         yield Violation(
             message=f"{d.model_id} is quantized with {method}, which vLLM runs on compute capability >= "
             f"{support.min_compute_capability}; the {d.instance.gpu_name} of {d.instance.name} has {cc}",
-            fix="choose a family with compute capability >= "
-            + support.min_compute_capability
-            + " ("
-            + ", ".join(
-                load_catalog().families_where(
-                    lambda g: (
-                        version_tuple(g.compute_capability) >= version_tuple(support.min_compute_capability)
-                    )
-                )
-            )
-            + ")",
+            fix=f"choose a family with compute capability >= {support.min_compute_capability} "
+            f"({_families_with_compute_capability(support.min_compute_capability)})",
             field="instance_type",
         )
         return
@@ -133,3 +118,10 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
             fix=f"set engine.dtype: {support.activation_dtypes[0]} (or leave it unset)",
             field="engine.dtype",
         )
+
+
+def _families_with_compute_capability(floor: str) -> str:
+    """The catalog's instance families whose GPU has at least this compute capability, for fix messages."""
+    return ", ".join(
+        load_catalog().families_where(lambda g: version_tuple(g.compute_capability) >= version_tuple(floor))
+    )
