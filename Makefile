@@ -2,7 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node: the `node` package in package.json (a supported LTS) goes first on the PATH, so jsii and the CDK
+# CLI run on it whatever Node the machine has (README.md, "Node.js").
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := true
 
 .PHONY: setup synth test lint typecheck unit docs mutation clean

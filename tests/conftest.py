@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,29 @@ os.environ.setdefault("CDK_VALIDATION", "false")
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SPECS = REPO / "examples" / "specs"
+
+
+def built_wheel(out: Path) -> Path:
+    """The project's wheel, built from this checkout into `out` (no dependencies, no isolation)."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+        ],
+        check=True,
+        cwd=out.parent,
+    )
+    [wheel] = out.glob("speculative_infra-*.whl")
+    return wheel
+
 
 REFERENCE_SPEC: dict[str, Any] = {
     "region": "us-west-2",

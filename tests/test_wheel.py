@@ -14,30 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.cfn import cfn_lint_errors
-from tests.conftest import REPO
+from tests.conftest import REPO, built_wheel
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            str(REPO),
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-        ],
-        check=True,
-        cwd=out,
-    )
-    [built] = out.glob("speculative_infra-*.whl")
-    return built
+    return built_wheel(tmp_path_factory.mktemp("build") / "dist")
 
 
 def test_wheel_contents(wheel):

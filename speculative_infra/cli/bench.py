@@ -747,8 +747,32 @@ def run_report(args: argparse.Namespace) -> int:
         except ValueError as exc:  # ConfigError (wrong shape), JSONDecodeError, UnicodeDecodeError
             print(f"error: {path} is not a bench results file: {exc}", file=sys.stderr)
             return EXIT_NOT_RUN
-    from speculative_infra.benchmark.report import render_report  # matplotlib only when reporting
+    try:
+        from speculative_infra.benchmark.report import render_report  # matplotlib only when reporting
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("matplotlib"):
+            raise
+        return _report_without_matplotlib(results, args.out)
 
     files = render_report(results, args.out)
     print(f"wrote {files.markdown} and {len(files.images)} plots", file=sys.stderr)
+    return EXIT_OK
+
+
+def _report_without_matplotlib(results: list[BenchmarkResult], out_dir: Path) -> int:
+    """A plain install has no matplotlib: the same tables with the post-deploy Lambda's SVG charts."""
+    from speculative_infra.benchmark.report_markdown import render_markdown
+    from speculative_infra.benchmark.report_svg import sweep_charts
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    charts = sweep_charts(results)
+    for name, svg in charts.items():
+        (out_dir / name).write_text(svg, encoding="utf-8")
+    markdown = out_dir / "report.md"
+    markdown.write_text(render_markdown(results), encoding="utf-8")
+    print(
+        f"wrote {markdown} and {len(charts)} SVG charts (PNG plots need matplotlib: "
+        "pip install 'speculative-infra[bench]')",
+        file=sys.stderr,
+    )
     return EXIT_OK
