@@ -11,15 +11,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import vllm_release_extractor
-from vllm_release_extractor.constants import DEFAULT_OUT, DEFAULT_VERSIONS
-from vllm_release_extractor.records import process_version
-from vllm_release_extractor.tables import load_records, methods_table, release_table
+from . import __doc__ as PACKAGE_DOC
+from .constants import DEFAULT_OUT, DEFAULT_VERSIONS
+from .records import process_version
+from .tables import load_records, methods_table, release_table
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=vllm_release_extractor.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=PACKAGE_DOC, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--versions", nargs="+", metavar="X.Y.Z", help="vLLM versions to extract")

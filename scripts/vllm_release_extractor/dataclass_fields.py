@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vllm_release_extractor.values import ArgType, ClassRef, ExtRef, TypeHint, Unknown
-
-if TYPE_CHECKING:
-    from vllm_release_extractor.extractor import Extractor
+from .release_index import ReleaseIndex
+from .values import ArgType, ClassRef, ExtRef, TypeHint, Unknown
 
 
-def compute_field_kwargs(ex: Extractor, name: str, hint: TypeHint) -> dict[str, Any]:
+def compute_field_kwargs(ex: ReleaseIndex, name: str, hint: TypeHint) -> dict[str, Any]:
     """Static mirror of vLLM's ``_compute_kwargs`` for one dataclass field."""
     hints = flatten_hints(hint)
     if ex._feature("dict_subclass"):
@@ -93,7 +91,7 @@ def not_builtin(h: TypeHint) -> bool:
     return False
 
 
-def literal_to_kwargs(ex: Extractor, hints: list[TypeHint]) -> dict[str, Any]:
+def literal_to_kwargs(ex: ReleaseIndex, hints: list[TypeHint]) -> dict[str, Any]:
     lit = next(h for h in hints if h.kind == "literal")
     options = list(lit.args)
     known = [o for o in options if not isinstance(o, Unknown)]
@@ -109,7 +107,7 @@ def literal_to_kwargs(ex: Extractor, hints: list[TypeHint]) -> dict[str, Any]:
     return out
 
 
-def collection_to_kwargs(ex: Extractor, hints: list[TypeHint], origin: str) -> dict[str, Any]:
+def collection_to_kwargs(ex: ReleaseIndex, hints: list[TypeHint], origin: str) -> dict[str, Any]:
     h = next(h for h in hints if h.kind in ("builtin", "generic") and h.name == origin)
     args = list(h.args)
     if not args:

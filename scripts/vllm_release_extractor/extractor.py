@@ -7,9 +7,9 @@ import builtins
 import copy
 from typing import TYPE_CHECKING, Any
 
-from vllm_release_extractor.dataclass_fields import compute_field_kwargs
-from vllm_release_extractor.interpreter import Interp
-from vllm_release_extractor.values import (
+from .dataclass_fields import compute_field_kwargs
+from .interpreter import Interp
+from .values import (
     BUILTIN_TYPES,
     TYPING_GENERIC_ALIASES,
     AliasRef,
@@ -27,7 +27,7 @@ from vllm_release_extractor.values import (
 )
 
 if TYPE_CHECKING:
-    from vllm_release_extractor.source_tree import SourceTree
+    from .source_tree import SourceTree
 
 
 class Extractor:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from vllm_release_extractor.interpreter import to_argtype
-from vllm_release_extractor.values import ClassRef, ExtRef, Unknown, is_plain
+from .interpreter import to_argtype
+from .values import ClassRef, ExtRef, Unknown, is_plain
 
 if TYPE_CHECKING:
-    from vllm_release_extractor.extractor import Extractor
-    from vllm_release_extractor.values import RecordedAction
+    from .extractor import Extractor
+    from .values import RecordedAction
 
 
 NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "append_const", "count", "help", "version"}

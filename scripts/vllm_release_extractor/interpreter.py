@@ -7,11 +7,12 @@ import copy
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vllm_release_extractor.constants import MAX_CALL_DEPTH, SIMULATED_ARGV, SIMULATED_PY
-from vllm_release_extractor.dataclass_fields import flatten_hints, hint_to_argtype
-from vllm_release_extractor.values import (
+from .constants import MAX_CALL_DEPTH, SIMULATED_ARGV, SIMULATED_PY
+from .dataclass_fields import flatten_hints, hint_to_argtype
+from .release_index import ReleaseIndex
+from .values import (
     AliasRef,
     ArgType,
     BoundMethod,
@@ -27,9 +28,6 @@ from vllm_release_extractor.values import (
     is_concrete,
     is_plain,
 )
-
-if TYPE_CHECKING:
-    from vllm_release_extractor.extractor import Extractor
 
 
 class _Return(Exception):
@@ -64,7 +62,7 @@ _COMPARE_OPS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
 class Interp:
     """Runs a function body over symbolic values; anything unmodelled becomes ``Unknown``."""
 
-    def __init__(self, ex: Extractor, module: str, local: dict[str, Any], owner: ClassRef | None,
+    def __init__(self, ex: ReleaseIndex, module: str, local: dict[str, Any], owner: ClassRef | None,
                  cls_binding: ClassRef | None = None) -> None:  # fmt: skip
         self.ex = ex
         self.module = module
@@ -576,7 +574,7 @@ class _EnumMember:
     value: Any
 
 
-def to_argtype(ex: Extractor, value: Any) -> ArgType:
+def to_argtype(ex: ReleaseIndex, value: Any) -> ArgType:
     """Map an argparse ``type=`` value to a coarse value type."""
     if isinstance(value, ArgType):
         return value

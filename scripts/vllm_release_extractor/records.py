@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vllm_release_extractor.constants import EXTRACTED_BY
-from vllm_release_extractor.extractor import Extractor
-from vllm_release_extractor.release import extract_serve_flags, extract_speculative
-from vllm_release_extractor.source_tree import SourceTree
+from .constants import EXTRACTED_BY
+from .extractor import Extractor
+from .release import extract_serve_flags, extract_speculative
+from .source_tree import SourceTree
 
 PUBLIC_FLAG_KEYS = ("name", "dest", "takes_value", "boolean", "negatable", "negations", "nargs", "choices",
                     "value_type", "aliases", "deprecated")  # fmt: skip

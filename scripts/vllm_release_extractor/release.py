@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from vllm_release_extractor.dataclass_fields import flatten_hints
-from vllm_release_extractor.flags import action_to_flag
-from vllm_release_extractor.interpreter import Interp
-from vllm_release_extractor.values import ClassRef, ExtRef, FuncRef, ParserObj
+from .dataclass_fields import flatten_hints
+from .flags import action_to_flag
+from .interpreter import Interp
+from .values import ClassRef, ExtRef, FuncRef, ParserObj
 
 if TYPE_CHECKING:
-    from vllm_release_extractor.extractor import Extractor
+    from .extractor import Extractor
 
 
 def find_make_arg_parser(ex: Extractor) -> FuncRef:

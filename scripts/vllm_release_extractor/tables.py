@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vllm_release_extractor.constants import version_key
+from .constants import version_key
 
 
 def load_records(out_dir: Path) -> list[dict[str, Any]]:

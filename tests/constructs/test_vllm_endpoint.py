@@ -15,9 +15,9 @@ from aws_cdk.assertions import Match
 from speculative_infra import CompatibilityError, DeploymentGuardrails, SpeculativeVllmEndpoint
 from speculative_infra.catalog.vllm_release import load_vllm_release
 from speculative_infra.check import check
-from speculative_infra.render.dlc_entrypoint import entrypoint_argv, serve_argv_problems
 from speculative_infra.security import check_template
 from tests.cfn import cfn_lint_errors, normalized, synth_stack
+from tests.constructs.dlc_entrypoint import entrypoint_argv, serve_argv_problems
 
 ENGINE = {
     "max_model_len": 4096,

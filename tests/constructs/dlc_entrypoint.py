@@ -1,9 +1,10 @@
 """What the vLLM DLC entrypoint does with SM_VLLM_* variables, and whether vLLM's parser accepts the result.
 
-Used to prove that rendered environments start vLLM: `entrypoint_argv` mirrors the entrypoint's
-translation (aws/deep-learning-containers scripts/docker/vllm/sagemaker_entrypoint.sh), `serve_argv_problems` replays argparse's rules against the release's
-generated flag data. Anything argparse would tolerate by accident (a stray value landing in the
-positional model_tag, an abbreviated flag) counts as a problem here.
+A test helper (not shipped in the wheel), used to prove that rendered environments start vLLM:
+`entrypoint_argv` mirrors the entrypoint's translation (aws/deep-learning-containers
+scripts/docker/vllm/sagemaker_entrypoint.sh), `serve_argv_problems` replays argparse's rules against
+the release's generated flag data. Anything argparse would tolerate by accident (a stray value landing
+in the positional model_tag, an abbreviated flag) counts as a problem here.
 """
 
 from __future__ import annotations
