@@ -29,6 +29,7 @@ test: setup lint typecheck
 	$(PY) scripts/generate_rule_docs.py --check
 	$(PY) scripts/generate_memory_docs.py --check
 	$(PY) scripts/render_dashboard_picture.py --check
+	$(PY) scripts/render_planner_plot.py --check
 	$(PY) -m pytest -q
 
 lint:
@@ -43,6 +44,7 @@ docs: setup
 	$(PY) scripts/generate_rule_docs.py
 	$(PY) scripts/generate_memory_docs.py
 	$(PY) scripts/render_dashboard_picture.py
+	$(PY) scripts/render_planner_plot.py
 
 ## Mutation testing of the rules, the memory model and the host model (not in CI; ~20 minutes on 2 cores).
 ## Results: docs/testing.md.

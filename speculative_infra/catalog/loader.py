@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from speculative_infra.catalog.models import (
+    AcceptanceFacts,
     Ami,
     ContainerImage,
     CudaFacts,
@@ -82,6 +83,7 @@ class Catalog(BaseModel):
     inference_components: InferenceComponentRegions
     models: dict[str, ModelFacts]
     drafts: dict[str, Draft]
+    acceptance: AcceptanceFacts  # published acceptance lengths of drafts, for the planner
     vllm: VllmFacts
     optimization: OptimizationFacts
     sagemaker: SageMakerFacts
@@ -108,6 +110,7 @@ class Catalog(BaseModel):
             memory_gib=size.memory_gib,
             default_host=family.default_host,
             storage=family.storage,
+            tensor_parallel_link=family.tensor_parallel_link,
             source=family.source,
             confidence=family.confidence,
         )
@@ -293,6 +296,7 @@ def load_catalog() -> Catalog:
         "inference_components": regions["inference_components"],
         "models": _read_yaml("models.yaml")["models"],
         "drafts": _read_yaml("drafts.yaml")["drafts"],
+        "acceptance": _read_yaml("acceptance.yaml"),
         "vllm": _read_yaml("vllm.yaml"),
         "optimization": _read_yaml("optimization.yaml"),
         "sagemaker": _read_yaml("sagemaker.yaml"),

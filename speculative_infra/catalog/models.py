@@ -39,6 +39,20 @@ class DriverFloor(Sourced):
     build: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?$")
 
 
+class DenseThroughput(Sourced):
+    """Tensor-core TFLOPS without 2:4 sparsity; fp8 None where the GPU has no fp8 tensor cores."""
+
+    bf16: float = Field(gt=0)
+    fp8: float | None = Field(default=None, gt=0)
+
+
+class TensorParallelLink(Sourced):
+    """What carries tensor-parallel all-reduce between an instance's GPUs, per GPU per direction."""
+
+    kind: Literal["pcie", "nvlink"]
+    gbps_per_direction: float = Field(gt=0)
+
+
 class Gpu(Sourced):
     architecture: str
     compute_capability: str
@@ -47,6 +61,7 @@ class Gpu(Sourced):
     usable_memory_source: Sourced | None = None  # where the nvidia-smi figure comes from
     bf16: bool
     memory_bandwidth_gbps: float
+    dense_tflops: DenseThroughput | None = None
     cuda_forward_compatible: bool
     driver_floor: DriverFloor
 
@@ -75,6 +90,7 @@ class InstanceStorage(Sourced):
 
 class InstanceFamily(Sourced):
     gpu: str
+    tensor_parallel_link: TensorParallelLink | None = None
     sizes: dict[str, InstanceSize]
     storage: InstanceStorage
     default_host: HostDriver | None = None
@@ -93,6 +109,7 @@ class InstanceType(Fact):
     memory_gib: float | None
     default_host: HostDriver | None
     storage: InstanceStorage
+    tensor_parallel_link: TensorParallelLink | None = None
     source: str
     confidence: Confidence
 
@@ -258,6 +275,11 @@ class ModelFacts(Fact):
     sliding_window_layers: int = Field(default=0, ge=0)
     vocab_size: int | None = Field(default=None, ge=1)
     mtp_layers: int | None = Field(default=None, ge=0)  # multi-token-prediction layers; None: not known
+    # Mixture of experts: parameters one token runs through, experts per MoE layer and how many a token
+    # takes (config.json's num_experts / num_local_experts and num_experts_per_tok / experts_per_token).
+    active_parameters_billion: float | None = Field(default=None, gt=0)
+    num_experts: int | None = Field(default=None, ge=1)
+    experts_per_token: int | None = Field(default=None, ge=1)
     gated: bool | None = None  # the Hub asks for a licence and a token before download; None: not known
     source: str = "described in the deployment spec"
     confidence: Confidence = "unverified"
@@ -274,6 +296,24 @@ class Draft(Sourced):
     # hidden states and score its vocabulary); None where not known.
     target_hidden_size: int | None = Field(default=None, ge=1)
     target_vocab_size: int | None = Field(default=None, ge=1)
+
+
+TextKind = Literal[
+    "chat", "code", "math", "tool_calling", "long_context", "document_correction", "summarization"
+]
+
+
+class AcceptanceFigure(Sourced):
+    """A published mean acceptance length (bonus token included) for one kind of text and k."""
+
+    text_kind: TextKind
+    k: int = Field(ge=1)
+    acceptance_length: float = Field(ge=1)
+
+
+class AcceptanceFacts(Fact):
+    drafts: dict[str, list[AcceptanceFigure]]
+    method_defaults: dict[str, AcceptanceFigure]
 
 
 class ValueFact(Sourced):

@@ -10,6 +10,7 @@ from speculative_infra._version import __version__
 from speculative_infra.cli.catalog_command import add_catalog_command
 from speculative_infra.cli.check_command import add_check_command
 from speculative_infra.cli.facts_command import add_facts_command
+from speculative_infra.cli.plan_command import add_plan_command
 from speculative_infra.cli.preflight_command import add_preflight_command
 
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_catalog_command(subparsers)
     add_facts_command(subparsers)
     add_preflight_command(subparsers)
+    add_plan_command(subparsers)
     _add_bench_commands(subparsers)
     return parser
 
