@@ -16,7 +16,7 @@ from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_v
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.host_fit import choose_batch_host, choose_host
 from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
-from speculative_infra.spec import DeploymentSpec
+from speculative_infra.spec import DeploymentSpec, EngineArgs
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
 # Concurrent sequences per engine when the spec does not say: vLLM's default on GPUs under 70 GiB, kept on
@@ -95,8 +95,9 @@ class ResolvedDeployment(BaseModel):
 
     def _memory_summary(self) -> dict[str, Any] | None:
         plan = self.memory_plan()
-        if plan is None:
+        if plan is None or self.model is None:
             return None
+        context = self.model.max_position_embeddings
         return {
             "per_gpu_budget_gib": round(plan.budget_mib / 1024, 2),
             "weights_gib": round(plan.weights_mib / 1024, 2),
@@ -104,7 +105,11 @@ class ResolvedDeployment(BaseModel):
             "draft_estimated": plan.draft_estimated,
             "vllm_overheads_gib": round(plan.overhead_mib / 1024, 2),
             "kv_cache_gib": round(plan.kv_available_mib / 1024, 2),
+            # What the KV cache could hold, which may exceed the model's context: not a usable length.
             "longest_sequence_that_fits": plan.max_tokens(),
+            "model_context_tokens": context,
+            "full_context_fits": plan.fits(context),
+            "full_context_sequences_at_once": plan.sequences_at_once(context),
         }
 
     def summary(self) -> dict[str, Any]:
@@ -183,6 +188,24 @@ def resolve(spec: DeploymentSpec, catalog: Catalog | None = None) -> ResolvedDep
     )
 
 
+def resolve_alternative(
+    d: ResolvedDeployment, instance_type: str, tensor_parallel_size: int
+) -> ResolvedDeployment:
+    """`d` on another instance type and tensor-parallel size: its spec with those two changed, resolved
+    against the model and draft facts `d` was resolved with (which may come from `facts fetch`)."""
+    cat = load_catalog()
+    models, drafts = dict(cat.models), dict(cat.drafts)
+    if d.model is not None:
+        models[d.model_id] = d.model
+    if d.draft is not None and d.speculative and d.speculative.get("model"):
+        drafts[str(d.speculative["model"])] = d.draft
+    engine = EngineArgs.model_validate(
+        {**d.spec.engine.given(), "tensor_parallel_size": tensor_parallel_size}
+    )
+    spec = d.spec.model_copy(update={"instance_type": instance_type, "engine": engine})
+    return resolve(spec, cat.model_copy(update={"models": models, "drafts": drafts}))
+
+
 def _resolve_container(spec: DeploymentSpec, cat: Catalog, defaults: list[str]) -> ContainerImage | None:
     version = spec.container.version
     if version is None:
@@ -245,10 +268,31 @@ def _resolve_speculative(spec: DeploymentSpec, cat: Catalog, defaults: list[str]
     if draft is not None and draft.parallel_drafting and "parallel_drafting" not in config:
         defaults.append("speculative.parallel_drafting=true (the draft is a P-EAGLE checkpoint)")
         config["parallel_drafting"] = True
+    _default_speculative_tokens(config, cat, defaults)
     # vLLM's auto-detection from the draft's name is unreliable: method always goes first and explicit.
     if "method" in config:
         config = {"method": config["method"], **{k: v for k, v in config.items() if k != "method"}}
     return config
+
+
+def _default_speculative_tokens(config: dict[str, Any], cat: Catalog, defaults: list[str]) -> None:
+    """The catalog's num_speculative_tokens for the method, where the spec leaves it out (vllm.yaml
+    speculative_token_defaults). A draft method without its draft gets none: SI409 reports the draft."""
+    method = config.get("method")
+    if "num_speculative_tokens" in config or not isinstance(method, str):
+        return
+    if method in cat.vllm.speculative.draft_checkpoint_methods and not config.get("model"):
+        return
+    parallel = config.get("parallel_drafting") is True
+    default = cat.vllm.speculative_tokens_default(method, parallel)
+    if default is None:
+        return
+    config["num_speculative_tokens"] = default.value
+    name = "P-EAGLE (eagle3 with parallel_drafting)" if parallel and method == "eagle3" else method
+    defaults.append(
+        f"speculative.num_speculative_tokens={default.value} (the catalog's default for {name}; "
+        f"source: {default.source.split(' (')[0]})"
+    )
 
 
 def _default_tensor_parallel(instance: InstanceType, model: ModelFacts | None) -> int:

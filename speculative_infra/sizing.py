@@ -170,6 +170,14 @@ class MemoryPlan:
         beyond = self.token_bytes_per_layer * self.window_layers * self.window
         return int((free_bytes - beyond) // (self.token_bytes_per_layer * self.full_layers))
 
+    def sequences_at_once(self, tokens: int) -> int:
+        """How many sequences of `tokens` tokens the KV cache holds at once (vLLM's "maximum concurrency"
+        for that length, rounded down); 0 when not one fits."""
+        if not self.fits(tokens):
+            return 0
+        need = self.kv_mib(tokens)
+        return 2**31 - 1 if need <= 0 else int(self.kv_available_mib // need)
+
     def cache_tokens(self, cache_mib: float | None = None) -> int:
         """Tokens a KV cache of `cache_mib` (default: all that is available) holds, counting every layer
         in full, as vLLM logs "GPU KV cache size"."""

@@ -392,13 +392,34 @@ class QuantizationSupport(Sourced):
     activation_dtypes: list[str]
 
 
+class SpeculativeTokensDefault(Sourced):
+    """num_speculative_tokens for one method (P-EAGLE: eagle3, parallel_drafting) where a spec has none."""
+
+    method: str
+    parallel_drafting: bool = False
+    value: int = Field(ge=1)
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     fp8_min_compute_capability: ValueFact
     quantization: dict[str, QuantizationSupport]
     lora_with_speculative: SupportFact
     speculative: SpeculativeFacts
+    speculative_token_defaults: list[SpeculativeTokensDefault]
     memory_overheads: MemoryOverheads
+
+    def speculative_tokens_default(
+        self, method: str, parallel_drafting: bool
+    ) -> SpeculativeTokensDefault | None:
+        return next(
+            (
+                d
+                for d in self.speculative_token_defaults
+                if d.method == method and d.parallel_drafting == parallel_drafting
+            ),
+            None,
+        )
 
 
 class OptimizationInstanceTypes(Sourced):

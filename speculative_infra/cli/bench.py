@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Literal
 from urllib.parse import urlparse
 
 from speculative_infra.benchmark.batch_projection import project_batch
@@ -27,21 +27,26 @@ from speculative_infra.benchmark.config import (
     WorkloadConfig,
 )
 from speculative_infra.benchmark.datasets import DatasetPrompt, dataset_prompts
-from speculative_infra.benchmark.files import OutputPaths, load_results, write_all, write_results
-from speculative_infra.benchmark.load import LevelProgress
+from speculative_infra.benchmark.files import OutputPaths, load_results
 from speculative_infra.benchmark.rate_sweep import run_rate_sweep
-from speculative_infra.benchmark.results import BenchmarkResult, LevelResult
+from speculative_infra.benchmark.results import BenchmarkResult
 from speculative_infra.benchmark.sweep import BenchmarkState, LevelReport, new_benchmark, run_benchmark
+from speculative_infra.cli.bench_files import ResultFiles
+from speculative_infra.cli.bench_progress import PLAIN_INTERVAL_S, ProgressBar, level_name
 
 EXIT_OK = 0
 EXIT_REQUEST_FAILURES = 1
 EXIT_USAGE = 2
 EXIT_NOT_RUN = 3
 EXIT_INTERRUPTED = 130
+_NOTHING_WRITTEN = "the run never started, so no results were written"
 
-_EPILOG = """\
+_EPILOG = f"""\
 outputs: --output results.json also writes results.csv (one row per level) and
-results.requests.jsonl (one line per request), rewritten after every level.
+results.requests.jsonl (one line per request), rewritten after every level; a run that never
+started (no region, no AWS credentials or refused ones) writes none.
+progress: a bar on a terminal; otherwise a line every {PLAIN_INTERVAL_S:g} s with the level, the requests
+done and an estimate of the time left (--quiet: none).
 exit status: 0 all requests succeeded; 1 some requests failed; 2 bad arguments;
 3 the benchmark could not run (no region, unreachable target, every request of a level failing);
 130 interrupted (what was measured is kept). docs/benchmarking.md explains the metrics and options."""
@@ -549,78 +554,7 @@ def _validation_message(error: ConfigError) -> str:
     return f"argument {option}: {error.reason}"
 
 
-class ProgressBar:
-    """One line per level on stderr; redrawn in place on a terminal, summary only otherwise."""
-
-    def __init__(self, stream: TextIO, enabled: bool) -> None:
-        self._stream = stream
-        self._enabled = enabled
-        self._live = enabled and stream.isatty()
-        self._last_draw = -1.0
-
-    def update(self, p: LevelProgress) -> None:
-        if not self._live:
-            return
-        done = p.measured_done == p.measured_total
-        if not done and p.elapsed_s - self._last_draw < 0.1:
-            return
-        self._last_draw = p.elapsed_s
-        width = 30
-        filled = width * p.measured_done // max(1, p.measured_total)
-        stage = "" if p.warmup_done >= p.warmup_total else f" warm-up {p.warmup_done}/{p.warmup_total}"
-        self._stream.write(
-            f"\r{_progress_name(p)} [{'#' * filled}{'.' * (width - filled)}] "
-            f"{p.measured_done}/{p.measured_total} failed {p.measured_failed}{stage} {p.elapsed_s:5.0f}s "
-        )
-        self._stream.flush()
-
-    def level_done(self, level: LevelResult) -> None:
-        if not self._enabled:
-            return
-        if self._live:
-            self._stream.write("\r\x1b[K")
-        self._stream.write(_level_line(level) + "\n")
-        self._stream.flush()
-
-
-def _number(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
-def _progress_name(p: LevelProgress) -> str:
-    return f"C={p.concurrency:<4}" if p.request_rate is None else f"R={p.request_rate:<5g}"
-
-
-def _level_name(level: LevelResult) -> str:
-    if level.request_rate is None:
-        return f"C={level.concurrency:<4}"
-    achieved = _number(level.achieved_request_rate, ".2f")
-    return f"R={level.request_rate:g}/s (sent {achieved}/s, late p99 {_number(level.p99_client_lag_ms, '.1f')} ms)"
-
-
-def _level_line(level: LevelResult) -> str:
-    cost = level.cost_per_million_output_tokens
-    text = (
-        f"{_level_name(level)} ok {level.completed} failed {level.failed}"
-        f" | out {_number(level.output_throughput, ',.1f')} tok/s"
-        f" | {_number(level.output_tokens_per_second_per_user, '.1f')} tok/s/user"
-        f" | TTFT p50 {_number(level.median_ttft_ms, '.0f')} ms"
-        f" | TPOT p50 {_number(level.median_tpot_ms, '.1f')} ms"
-        f" | E2E p50 {_number(None if level.median_e2el_ms is None else level.median_e2el_ms / 1000, '.2f')} s"
-    )
-    if cost is not None:
-        text += f" | ${cost:.3f}/M out"
-    if level.good_requests is not None:
-        text += (
-            f" | goodput {_number(level.request_goodput, '.2f')} req/s"
-            f" ({level.good_requests}/{level.completed + level.failed} within SLO)"
-        )
-    if not level.complete:
-        text += f" [{level.stop_reason}]"
-    return text
-
-
-async def _run_sweep(config: BenchmarkConfig, paths: OutputPaths, bar: ProgressBar) -> BenchmarkState:
+async def _run_sweep(config: BenchmarkConfig, files: ResultFiles, bar: ProgressBar) -> BenchmarkState:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -634,10 +568,9 @@ async def _run_sweep(config: BenchmarkConfig, paths: OutputPaths, bar: ProgressB
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     state = new_benchmark(config)
-    write_results(state.result, paths.results)
 
     def on_level(report: LevelReport) -> None:
-        write_all(report.state.result, paths, report.records)
+        files.after_level(report)
         if report.level is not None:
             bar.level_done(report.level)
 
@@ -646,20 +579,21 @@ async def _run_sweep(config: BenchmarkConfig, paths: OutputPaths, bar: ProgressB
     return await run_benchmark(config, stop=stop, progress=bar.update, on_level=on_level, state=state)
 
 
-def _outcome(result: BenchmarkResult, paths: OutputPaths) -> tuple[int, str]:
+def _outcome(result: BenchmarkResult, written: Path | None) -> tuple[int, str]:
+    """Exit status and the last line; `written`: the results file, None when the run never started."""
     failed = sum(level.failed for level in result.levels)
     classes: dict[str, int] = {}
     for level in result.levels:
         for name, count in level.failure_classes.items():
             classes[name] = classes.get(name, 0) + count
-    where = f"results in {paths.results}"
+    where = f"results in {written}" if written is not None else _NOTHING_WRITTEN
     if result.status in ("error", "aborted"):
         return EXIT_NOT_RUN, f"error: {(result.error or 'failed').rstrip('.')}; {where}"
     if result.status == "interrupted":
-        return EXIT_INTERRUPTED, f"interrupted: partial {where}"
+        return EXIT_INTERRUPTED, f"interrupted: partial {where}" if written else f"interrupted; {where}"
     summary = ", ".join(f"{n} {name}" for name, n in sorted(classes.items()))
     budget = " (time budget reached)" if result.status == "partial" else ""
-    dead = [_level_name(level).strip() for level in result.levels if level.failed and not level.completed]
+    dead = [level_name(level).strip() for level in result.levels if level.failed and not level.completed]
     if dead:
         # Nothing was measured at these levels: the target is unreachable or refuses every request.
         levels = ", ".join(dead)
@@ -690,19 +624,22 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return _usage_error(parser, _validation_message(exc))
     if prompts is not None and not args.quiet:
         print(f"dataset: {len(prompts)} requests from {args.dataset}", file=sys.stderr)
-    paths = OutputPaths.for_results(args.output)
-    paths.requests_jsonl.unlink(missing_ok=True)  # appended per level: start this run's file empty
-    bar = ProgressBar(sys.stderr, enabled=not args.quiet)
+    files = ResultFiles(OutputPaths.for_results(args.output))
+    bar = ProgressBar(sys.stderr, not args.quiet, config.load, levels_known=config.rate_sweep is None)
     try:
-        state = asyncio.run(_run_sweep(config, paths, bar))
+        files.check_writable()
+        state = asyncio.run(_run_sweep(config, files, bar))
+        written = files.at_end(state.result)
     except KeyboardInterrupt:
-        print(f"interrupted: results of completed levels are in {paths.results}", file=sys.stderr)
+        where = (
+            f"results of completed levels are in {files.paths.results}" if files.started else _NOTHING_WRITTEN
+        )
+        print(f"interrupted: {where}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OSError as exc:
         print(f"error: cannot write results: {exc}", file=sys.stderr)
         return EXIT_NOT_RUN
-    write_results(state.result, paths.results)
-    code, message = _outcome(state.result, paths)
+    code, message = _outcome(state.result, written)
     if args.mode == "batch" and prompts is not None:
         _print_batch_projection(args, config, state.result, prompts)
     print(" ".join(message.split()), file=sys.stderr)  # one line, whatever the server said

@@ -170,10 +170,34 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
     return [(prefix, "-" if value is None else json.dumps(value) if isinstance(value, bool) else str(value))]
 
 
+def describe_longest_sequence(memory: dict[str, Any]) -> str:
+    """`memory.longest_sequence_that_fits` in words: beyond the model's context it is room, not a length
+    (room for how many sequences of the full context the KV cache holds at once)."""
+    if not memory.get("full_context_fits"):
+        return str(memory["longest_sequence_that_fits"])
+    count = memory["full_context_sequences_at_once"]
+    sequences = "1 such sequence" if count == 1 else f"{count} such sequences"
+    return (
+        f"the model's full context fits ({memory['model_context_tokens']} tokens), with room for {sequences}"
+    )
+
+
+def _memory_rows(memory: dict[str, Any]) -> dict[str, Any]:
+    shown = {k: v for k, v in memory.items() if k not in _MEMORY_JSON_ONLY}
+    shown["longest_sequence_that_fits"] = describe_longest_sequence(memory)
+    return shown
+
+
+# Said in words on the longest_sequence_that_fits row of the text output.
+_MEMORY_JSON_ONLY = ("model_context_tokens", "full_context_fits", "full_context_sequences_at_once")
+
+
 def format_text(result: CheckResult) -> str:
     summary = result.deployment.summary()
     defaults = summary.pop("defaults")
     summary.pop("cost")  # one line below
+    if summary["memory"] is not None:
+        summary["memory"] = _memory_rows(summary["memory"])
     lines = ["Resolved deployment", render_table(["field", "value"], _flatten("", summary), max_width=80), ""]
     host = result.deployment.host
     if host is not None:

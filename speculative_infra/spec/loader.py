@@ -66,7 +66,7 @@ def _reason(e: Any) -> str:
         close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1)
         return f"unknown field; did you mean {close[0]!r}?" if close else "unknown field"
     reason = str(e["msg"])
-    if "input" in e and e["type"] != "missing":
+    if "input" in e and e["type"] not in ("missing", "instance_type_name"):  # the latter names its value
         reason = f"{reason} (got {e['input']!r})"
     if e["type"] == "string_type" and isinstance(e.get("input"), float) and str(loc[-1]).endswith("version"):
         # YAML reads `version: 0.16` as the number 0.16 (and 0.10 as 0.1): a version must be quoted.

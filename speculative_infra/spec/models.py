@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from speculative_infra.human_int import parse_human_int
+from speculative_infra.spec.instance_type import instance_type_problem
 
 _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 
@@ -20,7 +22,6 @@ _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 # (spec, CLI, construct props, from_spec): AUTO_HOST.
 AUTO_HOST = "auto"
 DEFAULT_HOST = "default"
-_INSTANCE_PATTERN = r"^ml\.[a-z0-9-]+\.[a-z0-9]+$"
 
 
 def _as_version_string(value: Any) -> Any:
@@ -181,9 +182,7 @@ class DeploymentSpec(BaseModel):
         pattern=_REGION_PATTERN,
         description="AWS region. Default: unknown at synth time (environment-agnostic stack).",
     )
-    instance_type: str = Field(
-        pattern=_INSTANCE_PATTERN, description="SageMaker instance type, e.g. ml.g7e.2xlarge."
-    )
+    instance_type: str = Field(description="SageMaker instance type, e.g. ml.g7e.2xlarge.")
     instance_count: int = Field(default=1, ge=1, description="Initial instance count.")
     volume_size_in_gb: int | None = Field(
         default=None, ge=1, description="ML storage volume. Default: SageMaker's (none on NVMe instances)."
@@ -210,6 +209,15 @@ class DeploymentSpec(BaseModel):
         "models. Rendered as HF_TOKEN with a CloudFormation dynamic reference, never as the token itself. "
         "Default: none.",
     )
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance_type_name(cls, value: str) -> str:
+        # Not a bare pattern: the message names the value and the name it was probably meant to be.
+        problem = instance_type_problem(value)
+        if problem is not None:
+            raise PydanticCustomError("instance_type_name", problem)
+        return value
 
     @field_validator("inference_ami_version", mode="before")
     @classmethod

@@ -156,13 +156,73 @@ def test_unreachable_url_is_one_line_and_a_results_file(
     assert json.loads(out.read_text())["status"] == "aborted"
 
 
-def test_sagemaker_without_region_is_one_line(
+def test_sagemaker_without_region_is_one_line_and_no_results_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], aws_env: None
 ) -> None:
     out = tmp_path / "r.json"
     assert main(["bench", "--endpoint", "my-endpoint", *FAST, "--output", str(out)]) == 3
-    assert "must specify a region" in capsys.readouterr().err
-    assert json.loads(out.read_text())["status"] == "error"
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "must specify a region" in last and "the run never started, so no results were written" in last
+    assert list(tmp_path.iterdir()) == []  # no results, CSV or per-request file
+
+
+@pytest.mark.parametrize("client", ["boto3", "asyncio"])
+def test_a_run_without_aws_credentials_writes_no_results_file(
+    stand_in: ServerProcess,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    aws_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    client: str,
+) -> None:
+    # botocore finds no credentials (NoCredentialsError with boto3): nothing is signed, nothing is sent.
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    out = tmp_path / "run" / "r.json"
+    argv = ["bench", "--endpoint", "steady", "--region", "us-west-2", "--endpoint-url", stand_in.base_url]
+    code = main([*argv, "--sagemaker-client", client, "--concurrency", "1,2", *FAST, "--output", str(out)])
+    assert code == 3
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "credentials_error" in last
+    assert last.endswith("the run never started, so no results were written")
+    assert not out.parent.exists()  # not even the folder
+
+
+def test_a_run_that_never_started_leaves_an_earlier_results_file(
+    stand_in: ServerProcess, tmp_path: Path, aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "r.json"
+    argv = ["bench", "--endpoint", "steady", "--region", "us-west-2", "--endpoint-url", stand_in.base_url]
+    assert main([*argv, "--concurrency", "1", *FAST, "--output", str(out)]) == 0
+    earlier = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    assert set(earlier) == {"r.json", "r.csv", "r.requests.jsonl"}
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    assert main([*argv, "--concurrency", "1", *FAST, "--output", str(out)]) == 3
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == earlier
+
+
+def test_a_signature_the_endpoint_refuses_writes_no_results_file(
+    stand_in: ServerProcess, tmp_path: Path, aws_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in checks SigV4 as the runtime does: a wrong secret is refused as a credentials error.
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    out = tmp_path / "r.json"
+    argv = ["bench", "--endpoint", "steady", "--region", "us-west-2", "--endpoint-url", stand_in.base_url]
+    assert main([*argv, "--concurrency", "1", *FAST, "--output", str(out)]) == 3
+    assert not out.exists()
+
+
+def test_an_unwritable_output_fails_before_any_request(
+    stand_in: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "taken").write_text("a file where the folder should be")
+    out = tmp_path / "taken" / "r.json"
+    argv = ["bench", "--url", f"{stand_in.base_url}/steady", "--concurrency", "1", *FAST]
+    stand_in.truth(clear=True)
+    assert main([*argv, "--output", str(out)]) == 3
+    assert "error: cannot write results:" in capsys.readouterr().err
+    assert stand_in.truth() == []  # not one request spent
 
 
 @pytest.mark.parametrize(

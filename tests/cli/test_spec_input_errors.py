@@ -58,3 +58,76 @@ def test_hints_for_unquoted_versions_and_misspelt_fields(run_cli, tmp_path):
 def test_help_states_exit_codes_and_docs(run_cli, command, doc):
     code, out, _ = run_cli(command, "--help")
     assert code == 0 and "exit status: 0" in out and doc in out
+
+
+@pytest.mark.parametrize(
+    ("given", "suggested"),
+    [
+        ("g6.2xlarge", "ml.g6.2xlarge"),  # the ml. prefix left out
+        ("ml.g6.2XLarge", "ml.g6.2xlarge"),  # upper case
+        ("ML.G6E.12XLARGE", "ml.g6e.12xlarge"),
+        (" ml.g6.2xlarge ", "ml.g6.2xlarge"),  # spaces around it
+        ("g6 .2xlarge", "ml.g6.2xlarge"),
+    ],
+)
+def test_a_malformed_instance_type_gets_the_name_it_probably_means(run_cli, tmp_path, given, suggested):
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        f"instance_type: {given!r}\ncontainer: {{framework: vllm}}\nmodel: {{id: Qwen/Qwen3-32B}}\n"
+    )
+    code, _, err = _check(run_cli, path)
+    assert code == 2
+    # The field, the value, what is allowed, and the suggestion; no regular expression.
+    assert (
+        f"instance_type: {given!r} is not a SageMaker instance type name; allowed: ml.<family>.<size> in lower "
+        f"case, e.g. ml.g7e.2xlarge; did you mean {suggested!r}?"
+    ) in err
+    assert "pattern" not in err and "^ml" not in err
+    code, out, _ = _check(run_cli, path, "--format", "json")
+    [problem] = json.loads(out)["spec_errors"]
+    assert problem["field"] == "instance_type" and f"did you mean {suggested!r}?" in problem["reason"]
+
+
+@pytest.mark.parametrize("given", ["ml.g6", "g6", "ml.g6.2xlarge.x", "ml_g6_2xlarge", "ml.g6.2x_large", ""])
+def test_no_suggestion_where_no_repair_gives_an_instance_type_name(run_cli, tmp_path, given):
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        f"instance_type: {given!r}\ncontainer: {{framework: vllm}}\nmodel: {{id: Qwen/Qwen3-32B}}\n"
+    )
+    code, _, err = _check(run_cli, path)
+    assert code == 2
+    assert (
+        f"instance_type: {given!r} is not a SageMaker instance type name; allowed: ml.<family>.<size>" in err
+    )
+    assert "did you mean" not in err
+
+
+def test_a_well_formed_instance_type_passes_the_spec_and_is_the_catalogs_to_judge(run_cli, tmp_path):
+    # Well formed but unknown: not a spec error (exit 2) but SI100's finding (exit 1).
+    path = tmp_path / "spec.yaml"
+    path.write_text(
+        "instance_type: ml.g6.3xlarge\ncontainer: {framework: vllm}\nmodel: {id: Qwen/Qwen3-32B}\n"
+    )
+    code, out, _ = _check(run_cli, path)
+    assert code == 1 and "SI100" in out
+
+
+def test_construct_props_get_the_same_suggestion():
+    # The constructs build their spec with parse_spec (source: the construct's path).
+    from speculative_infra.spec import SpecError, parse_spec
+
+    props = {
+        "instance_type": "g7e.2xlarge",
+        "container": {"framework": "vllm"},
+        "model": {"id": "Qwen/Qwen3-32B"},
+    }
+    with pytest.raises(SpecError) as err:
+        parse_spec(props, source="Llm/Qwen3")
+    assert err.value.problems == [
+        (
+            "instance_type",
+            "'g7e.2xlarge' is not a SageMaker instance type name; allowed: ml.<family>.<size> in lower case, "
+            "e.g. ml.g7e.2xlarge; did you mean 'ml.g7e.2xlarge'?",
+        )
+    ]
+    assert "Llm/Qwen3: instance_type: 'g7e.2xlarge'" in str(err.value)
