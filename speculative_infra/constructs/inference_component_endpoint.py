@@ -21,6 +21,7 @@ from speculative_infra.constructs.props import publish_cost
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.capacity import ComponentDemand, check_capacity
+from speculative_infra.spec.instance_type import instance_type_problem
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
 
 
@@ -92,7 +93,12 @@ class InferenceComponentEndpoint(Construct):
             )
         instance = load_catalog().instance_type(instance_type)
         if instance is None:
-            problems.append(f"instance_type {instance_type!r} is not a GPU instance type the catalog knows")
+            name_problem = instance_type_problem(instance_type)
+            problems.append(
+                f"instance_type {name_problem}"
+                if name_problem is not None
+                else f"instance_type {instance_type!r} is not a GPU instance type the catalog knows"
+            )
         if problems:
             raise ValueError(f"{self.node.path}: " + "; ".join(problems))
         assert instance is not None

@@ -307,6 +307,10 @@ def test_capacity_across_components():
             lambda s: InferenceComponentEndpoint(s, "E", instance_type="ml.m5.xlarge"),
             "not a GPU instance type",
         ),
+        (
+            lambda s: InferenceComponentEndpoint(s, "E", instance_type="g5.12xlarge"),
+            "did you mean 'ml.g5.12xlarge'",
+        ),
     ],
 )
 def test_invalid_props(build, message):
