@@ -13,7 +13,6 @@ scenario (model, workload, concurrency), picks the one that measured cheapest pe
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -145,7 +144,6 @@ def main() -> int:
         f" {'with ' + spec['method'] + ' k=' + str(spec['num_speculative_tokens']) if spec else 'without speculation'}"
         f" at ${best.usd_per_million_output_tokens}/M output tokens"
     )
-    print(f"  (median of {statistics.median([1]):.0f} run; rerun for timing noise)")
     return 0
 
 

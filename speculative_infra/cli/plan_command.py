@@ -35,22 +35,18 @@ from speculative_infra.spec import SpecError, load_spec
 EXIT_OK, EXIT_FINDINGS, EXIT_INVALID = 0, 1, 2
 
 
-def _ints(name: str) -> Any:
-    def parse(text: str) -> list[int]:
+def _numbers(name: str, positive: Any, many: bool = True) -> Any:
+    """An argparse type: a comma-separated list (or, with many=False, one value) of positive numbers."""
+
+    def parse(text: str) -> Any:
+        parts = [part for part in text.split(",") if part.strip()]
+        if not many and len(parts) != 1:
+            raise argparse.ArgumentTypeError(f"{name}: one number, got {text!r}")
         try:
-            return [positive_int(name, float(part)) for part in text.split(",") if part.strip()]
+            values = [positive(name, float(part)) for part in parts]
         except (ValueError, PlanInputError) as err:
             raise argparse.ArgumentTypeError(f"{name}: {err}") from None
-
-    return parse
-
-
-def _floats(name: str) -> Any:
-    def parse(text: str) -> list[float]:
-        try:
-            return [positive_float(name, float(part)) for part in text.split(",") if part.strip()]
-        except (ValueError, PlanInputError) as err:
-            raise argparse.ArgumentTypeError(f"{name}: {err}") from None
+        return values if many else values[0]
 
     return parse
 
@@ -70,10 +66,16 @@ def _slo(text: str) -> dict[str, float]:
 
 def _workload_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--input-tokens", type=_ints("--input-tokens"), required=True, help="mean input tokens"
+        "--input-tokens",
+        type=_numbers("--input-tokens", positive_int, many=False),
+        required=True,
+        help="mean input tokens",
     )
     parser.add_argument(
-        "--output-tokens", type=_ints("--output-tokens"), required=True, help="mean output tokens"
+        "--output-tokens",
+        type=_numbers("--output-tokens", positive_int, many=False),
+        required=True,
+        help="mean output tokens",
     )
     parser.add_argument(
         "--prefix-tokens", type=int, default=0, help="input tokens every request shares (default 0)"
@@ -105,23 +107,38 @@ def add_plan_command(subparsers: Any) -> None:
     p.add_argument("spec", help="a deployment spec (YAML)")
     _workload_args(p)
     p.add_argument(
-        "--concurrency", type=_ints("--concurrency"), default=None, help="closed-loop users, e.g. 1,8,32"
+        "--concurrency",
+        type=_numbers("--concurrency", positive_int),
+        default=None,
+        help="closed-loop users, e.g. 1,8,32",
     )
-    p.add_argument("--request-rate", type=_floats("--request-rate"), default=None, help="open-loop req/s")
+    p.add_argument(
+        "--request-rate",
+        type=_numbers("--request-rate", positive_float),
+        default=None,
+        help="open-loop req/s",
+    )
     p.add_argument("--acceptance-length", type=float, default=None, help="override the draft's acceptance")
     p.set_defaults(handler=run_predict)
     r = sub.add_parser("recommend", help="the cheapest deployment of a model that meets the SLOs")
     r.add_argument("--model", required=True, help="Hugging Face model id")
     _workload_args(r)
-    r.add_argument("--concurrency", type=_ints("--concurrency"), default=None)
-    r.add_argument("--request-rate", type=_floats("--request-rate"), default=None)
+    r.add_argument("--concurrency", type=_numbers("--concurrency", positive_int), default=None)
+    r.add_argument("--request-rate", type=_numbers("--request-rate", positive_float), default=None)
     r.add_argument("--slo", type=_slo, default={}, help="ttft_ms=..,tpot_ms=..,e2el_ms=..")
     r.add_argument(
         "--region", default="us-east-1", help="prices and offers of this region (default us-east-1)"
     )
     r.add_argument("--families", default=None, help="instance families to consider, e.g. g5,g6e,g7e")
-    r.add_argument("--max-usd-per-hour", type=_floats("--max-usd-per-hour"), default=None)
-    r.add_argument("--top", type=_ints("--top"), default=[5], help="candidates to show (default 5)")
+    r.add_argument(
+        "--max-usd-per-hour", type=_numbers("--max-usd-per-hour", positive_float, many=False), default=None
+    )
+    r.add_argument(
+        "--top",
+        type=_numbers("--top", positive_int, many=False),
+        default=5,
+        help="candidates to show (default 5)",
+    )
     r.add_argument("--write-spec", type=Path, default=None, help="write the best candidate's spec (YAML)")
     r.set_defaults(handler=run_recommend)
     c = sub.add_parser("calibrate", help="store measured/predicted factors from your benchmark results")
@@ -144,8 +161,7 @@ def _context(path: Path) -> tuple[dict[str, Any], dict[str, MeasuredFactor]]:
 
 
 def _workload(args: argparse.Namespace) -> Workload:
-    [inputs], [outputs] = args.input_tokens or [None], args.output_tokens or [None]
-    return Workload(inputs, outputs, args.prefix_tokens, args.text_kind)
+    return Workload(args.input_tokens, args.output_tokens, args.prefix_tokens, args.text_kind)
 
 
 def run_predict(args: argparse.Namespace) -> int:
@@ -245,7 +261,7 @@ def run_recommend(args: argparse.Namespace) -> int:
             slo=args.slo,
             region=args.region,
             families=[f.strip() for f in args.families.split(",")] if args.families else None,
-            max_usd_per_hour=args.max_usd_per_hour[0] if args.max_usd_per_hour else None,
+            max_usd_per_hour=args.max_usd_per_hour,
             fetched=fetched,
             factors=factors,
         )
@@ -253,7 +269,7 @@ def run_recommend(args: argparse.Namespace) -> int:
         return _fail(str(err))
     if not candidates:
         return _fail("no candidate passes every rule; widen --families or --max-usd-per-hour")
-    top = candidates[: args.top[0]]
+    top = candidates[: args.top]
     if args.write_spec is not None:
         import yaml
 

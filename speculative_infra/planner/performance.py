@@ -16,7 +16,6 @@ and, by Little's law, the latency. The memory facts come from sizing.memory_plan
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,7 +61,6 @@ class Engine:
     max_num_seqs: int
     max_model_len: int
     prefix_caching: bool
-    embedding_bytes: float  # the input embedding (a step reads only its tokens' rows; not modelled yet)
     draft_bytes: float  # per GPU, read by one draft pass
     draft_parameters: float
     k: int  # drafted tokens per step (0: no speculation)
@@ -110,9 +108,6 @@ def engine_for(
         max_num_seqs=int(engine_args.get("max_num_seqs") or 256),
         max_model_len=int(engine_args.get("max_model_len") or model.max_position_embeddings),
         prefix_caching=bool(engine_args.get("enable_prefix_caching", True)),
-        embedding_bytes=(model.vocab_size or 0)
-        * (model.hidden_size or 0)
-        * dtype_bytes(engine_args.get("dtype")),
         draft_bytes=plan.draft_mib * MIB,  # this GPU's share of the draft checkpoint, read by each pass
         draft_parameters=plan.draft_mib * MIB * tp / 2,  # 16-bit heads
         k=k if speculative else 0,
@@ -306,7 +301,3 @@ def open_loop(e: Engine, eff: Efficiency, w: Workload, request_rate: float) -> L
         requests_per_s=request_rate,
         bound=step.bound,
     )
-
-
-def finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
