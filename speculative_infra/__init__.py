@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from speculative_infra.constructs.endpoint_dashboard import EndpointDashboard
     from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
+    from speculative_infra.constructs.planned_workload import PlannedWorkload
     from speculative_infra.constructs.retraining_loop import EagleRetrainingLoop, ServedEagleHead
     from speculative_infra.constructs.slo_alarms import EndpointSlos, SloAlarms
     from speculative_infra.constructs.vllm_endpoint import DeploymentGuardrails, SpeculativeVllmEndpoint
@@ -60,6 +61,7 @@ _EXPORTS = {
     "Finding": "speculative_infra.rules",
     "InferenceComponentEndpoint": "speculative_infra.constructs.inference_component_endpoint",
     "LmiInferenceComponent": "speculative_infra.constructs.lmi_component",
+    "PlannedWorkload": "speculative_infra.constructs.planned_workload",
     "ScalingOptions": "speculative_infra.spec",
     "ScheduledCapacity": "speculative_infra.spec",
     "Severity": "speculative_infra.rules",
@@ -90,6 +92,7 @@ __all__ = [
     "Finding",
     "InferenceComponentEndpoint",
     "LmiInferenceComponent",
+    "PlannedWorkload",
     "ScalingOptions",
     "ScheduledCapacity",
     "ServedEagleHead",

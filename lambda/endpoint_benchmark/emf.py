@@ -22,11 +22,34 @@ _METRICS = (
 )
 
 
-def level_metrics_line(target: str, level: dict[str, Any], now_ms: int | None = None) -> str:
+# With a prediction: the planner's figures, and measured / predicted output tok/s.
+_PREDICTED = (
+    ("PredictedOutputThroughput", "output_throughput", "Count/Second"),
+    ("PredictedMedianTtft", "median_ttft_ms", "Milliseconds"),
+    ("PredictedMedianE2eLatency", "median_e2el_ms", "Milliseconds"),
+)
+PLAN_RATIO = "MeasuredOverPredictedOutputThroughput"
+
+
+def level_metrics_line(
+    target: str,
+    level: dict[str, Any],
+    now_ms: int | None = None,
+    predicted: dict[str, Any] | None = None,
+) -> str:
     """One EMF document for one level (absent figures are left out): dimension ``Concurrency`` for a
-    closed-loop level, ``RequestRate`` for an open-loop one."""
+    closed-loop level, ``RequestRate`` for an open-loop one; with `predicted`, the plan beside it."""
     values = {name: level[key] for name, key, _ in _METRICS if level.get(key) is not None}
     units = [{"Name": name, "Unit": unit} for name, key, unit in _METRICS if name in values]
+    if predicted is not None:
+        for name, key, unit in _PREDICTED:
+            if isinstance(predicted.get(key), int | float):
+                values[name] = predicted[key]
+                units.append({"Name": name, "Unit": unit})
+        measured, planned = level.get("output_throughput"), predicted.get("output_throughput")
+        if isinstance(measured, int | float) and isinstance(planned, int | float) and planned > 0:
+            values[PLAN_RATIO] = measured / planned
+            units.append({"Name": PLAN_RATIO, "Unit": "None"})
     rate = level.get("request_rate")
     dimension, value = (
         ("Concurrency", str(level["concurrency"])) if rate is None else ("RequestRate", f"{rate:g}")

@@ -16,6 +16,7 @@ KNOWN_PROPERTIES = frozenset(
         "Gates",
         "FailOnError",
         "DeploymentId",
+        "Prediction",  # the planner's figures for these levels, made at synth (optional)
         # The attributes the stack reads beyond the original set: a new one reruns the benchmark, so a
         # stack that starts reading it gets it from a fresh response, never from an older one.
         "Attributes",
@@ -40,6 +41,7 @@ class BenchmarkProperties:
     results_prefix: str
     gates: Gates
     fail_on_error: bool
+    prediction: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,11 @@ def parse_properties(raw: Mapping[str, Any]) -> BenchmarkProperties:
     if fail not in ("true", "false"):
         raise PropertyError(f"ResourceProperties.FailOnError: expected true or false, got {fail!r}")
     prefix = str(raw.get("ResultsPrefix", ""))
+    prediction = _json(raw, "Prediction") if raw.get("Prediction") else None
+    if prediction is not None and not (
+        isinstance(prediction, dict) and isinstance(prediction.get("levels"), list)
+    ):
+        raise PropertyError("ResourceProperties.Prediction: expected a JSON object with a list of levels")
     return BenchmarkProperties(
         config=config,
         results_bucket=_required(raw, "ResultsBucket"),
@@ -100,6 +107,7 @@ def parse_properties(raw: Mapping[str, Any]) -> BenchmarkProperties:
             max_p99_ttft_ms=_optional_float(gates, "max_p99_ttft_ms"),
         ),
         fail_on_error=fail == "true",
+        prediction=prediction,
     )
 
 

@@ -20,12 +20,14 @@ from .emf import level_metrics_line
 from .events import BenchmarkEvent
 from .gates import gate_failures
 from .levels import level_key, level_load
+from .plan_check import comparison, plan_markdown, predicted_for, ratio
 from .storage import get_json, put_json, put_text, run_location
 
 STATE = "state.json"
 RESULTS = "results.json"
 LEVELS_CSV = "results.csv"
 REPORT = "report.md"
+PLAN = "plan-vs-measured.json"
 
 
 class BenchmarkGateFailed(RuntimeError):
@@ -64,7 +66,8 @@ def step(
         state = after_probe(report, state.config) if state.config.rate_sweep is not None else report.state
         if report.level is not None:
             level = report.level.to_dict()
-            log(level_metrics_line(state.result.target_name(), level))
+            predicted = predicted_for(event.properties.prediction, level)
+            log(level_metrics_line(state.result.target_name(), level, predicted=predicted))
             lines = "".join(json.dumps(r.to_dict(), separators=(",", ":")) + "\n" for r in report.records)
             put_text(
                 s3,
@@ -76,7 +79,7 @@ def step(
         if report.level is None or _pending(state) is None:
             state = _ended(state)
         put_json(s3, bucket, run_prefix + STATE, state.to_dict())
-        _write_results(s3, bucket, run_prefix, state)
+        _write_results(s3, bucket, run_prefix, state, event.properties.prediction)
         if _pending(state) is not None:
             return {"IsComplete": False}
     return {"IsComplete": True, "Data": _finish(event, state, f"s3://{bucket}/{run_prefix}")}
@@ -94,9 +97,14 @@ def _ended(state: BenchmarkState) -> BenchmarkState:
     return finish_sweep(state, MonotonicClock()) if state.config.rate_sweep is not None else state
 
 
-def _write_results(s3: Any, bucket: str, run_prefix: str, state: BenchmarkState) -> None:
+def _write_results(
+    s3: Any, bucket: str, run_prefix: str, state: BenchmarkState, prediction: dict[str, Any] | None
+) -> None:
     result = state.result.to_dict()
     put_json(s3, bucket, run_prefix + RESULTS, result)
+    compared = comparison(prediction, result["levels"])
+    if compared is not None:
+        put_json(s3, bucket, run_prefix + PLAN, compared)
     charts = sweep_charts([state.result])
     for name, svg in charts.items():
         put_text(s3, bucket, run_prefix + name, svg, "image/svg+xml")
@@ -105,7 +113,12 @@ def _write_results(s3: Any, bucket: str, run_prefix: str, state: BenchmarkState)
         s3,
         bucket,
         run_prefix + REPORT,
-        render_markdown([state.result]) + "\n## Plots\n\n" + links + "\n",
+        render_markdown([state.result])
+        + "\n"
+        + plan_markdown(compared, result["levels"])
+        + "\n## Plots\n\n"
+        + links
+        + "\n",
         "text/markdown",
     )
     levels = result["levels"]
@@ -152,6 +165,13 @@ def _finish(event: BenchmarkEvent, state: BenchmarkState, results_uri: str) -> d
         data["CostPerMillionOutputTokens"] = _fmt(high.get("cost_per_million_output_tokens"))
         data["RequestGoodputHighest"] = _fmt(high.get("request_goodput"))
         data["TokensPerChunkBaseline"] = _fmt(low.get("mean_tokens_per_chunk"))
+        planned = predicted_for(event.properties.prediction, high)
+        if planned is not None:
+            data["PredictedOutputThroughputHighest"] = _fmt(planned.get("output_throughput"))
+            data["PredictedCostPerMillionOutputTokens"] = _fmt(planned.get("cost_per_million_output_tokens"))
+            data["MeasuredOverPredictedOutputThroughputHighest"] = _fmt(
+                ratio(high.get("output_throughput"), planned.get("output_throughput"))
+            )
     # The acceptance baseline SLO alarms compare the canary with must be a number: "0" when not measured
     # (an alarm below it never fires).
     data["TokensPerChunkBaseline"] = data["TokensPerChunkBaseline"] or "0"
@@ -171,6 +191,10 @@ ATTRIBUTES = (
     "RequestGoodputHighest",
     "TokensPerChunkBaseline",
     "MaxSustainedRate",
+    # With a prediction (EndpointBenchmark's PLAN_ATTRIBUTES); empty without one.
+    "PredictedOutputThroughputHighest",
+    "PredictedCostPerMillionOutputTokens",
+    "MeasuredOverPredictedOutputThroughputHighest",
 )
 
 

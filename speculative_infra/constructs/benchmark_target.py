@@ -6,8 +6,9 @@ describes itself with `benchmark_target()`; the benchmark depends only on this i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from constructs import IConstruct
 
@@ -23,6 +24,10 @@ class BenchmarkTarget:
     label: str
     deployment_id: str  # changes with every new deployment: a new benchmark run
     depends_on: IConstruct  # the benchmark runs once this resource exists
+    # The planner's figures for the benchmark's own levels (keyword arguments: input_tokens,
+    # output_tokens, prefix_tokens, concurrency, request_rates, usd_per_hour): a dict of predicted
+    # levels, or a string saying why there is none. None: the target offers no prediction.
+    predict: Callable[..., dict[str, Any] | str | None] | None = None
 
 
 @runtime_checkable

@@ -6,14 +6,14 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from aws_cdk import Aws, CfnOutput, CfnResource, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, Aws, CfnOutput, CfnResource, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from speculative_infra.constructs.benchmark_target import Benchmarkable
+from speculative_infra.constructs.benchmark_target import Benchmarkable, BenchmarkTarget
 from speculative_infra.constructs.custom_resource import handler_function, provider, stage_engine_handler
 from speculative_infra.constructs.monitoring_target import BenchmarkSeries
 from speculative_infra.constructs.nag import acknowledge
@@ -27,6 +27,13 @@ MAX_INVOCATION_S = 15 * 60
 PLANNING_MARGIN_S = 120  # state writes, start-up, and the estimate's own error
 VCPU_MEMORY_MB = 1769  # Lambda gives one vCPU per 1,769 MB
 STREAMS_PER_CORE = 256  # measured: one core drives 256 SageMaker streams with p99 client lag < 5 ms
+# Attributes of a benchmark with a prediction, at its highest level: the planner's output tok/s and
+# $ per million output tokens, and measured / predicted output tok/s.
+PLAN_ATTRIBUTES = (
+    "PredictedOutputThroughputHighest",
+    "PredictedCostPerMillionOutputTokens",
+    "MeasuredOverPredictedOutputThroughputHighest",
+)
 
 
 class BenchmarkSlo(BaseModel):
@@ -368,12 +375,18 @@ class EndpointBenchmark(Construct):
             "min_output_throughput": self.options.min_output_throughput,
             "max_p99_ttft_ms": self.options.max_p99_ttft_ms,
         }
+        self.prediction = self._prediction(info, price)
         self.resource = CustomResource(
             self,
             "Resource",
             service_token=self.provider.service_token,
             resource_type="Custom::EndpointBenchmark",
             properties={
+                **(
+                    {"Prediction": Stack.of(self).to_json_string(self.prediction)}
+                    if self.prediction is not None
+                    else {}
+                ),
                 "Config": Stack.of(self).to_json_string(config),
                 "Gates": Stack.of(self).to_json_string(gates),
                 "FailOnError": "true" if self.options.fail_on_error else "false",
@@ -403,6 +416,9 @@ class EndpointBenchmark(Construct):
         self.max_sustained_rate = self.resource.get_att_string("MaxSustainedRate")
         if self.options.rate_sweep is not None:
             self.attributes["MaxSustainedRate"] = self.max_sustained_rate
+        if self.prediction is not None:  # the plan beside the measurement: how far off it was
+            for key in PLAN_ATTRIBUTES:
+                self.attributes[key] = self.resource.get_att_string(key)
         # Mean tokens per chunk at the lowest level ("0" when not measured: an alarm against it never fires).
         self.tokens_per_chunk_baseline = self.resource.get_att_string("TokensPerChunkBaseline")
         if outputs:
@@ -410,6 +426,33 @@ class EndpointBenchmark(Construct):
             CfnOutput(self, "StatusOutput", value=self.status)
             for key, value in self.attributes.items():
                 CfnOutput(self, f"{key}Output", value=value)
+
+    def _prediction(self, info: BenchmarkTarget, price: float | None) -> dict[str, Any] | None:
+        """The planner's figures for this benchmark's levels, or None (with an info annotation saying why)."""
+        reason: str | None = None
+        if info.predict is None:
+            reason = "the target offers no prediction"
+        elif self.options.dataset_s3_uri is not None:
+            reason = "the prompts come from a dataset, whose token counts are not known at synth"
+        elif self.options.rate_sweep is not None:
+            reason = "a rate sweep chooses its rates while it runs"
+        elif info.instance_count != 1:
+            reason = f"the prediction covers one instance and the endpoint starts with {info.instance_count}"
+        else:
+            open_loop = self.options.request_rates is not None
+            found = info.predict(
+                input_tokens=self.options.input_tokens,
+                output_tokens=self.options.output_tokens,
+                prefix_tokens=self.options.shared_prefix_tokens,
+                concurrency=[] if open_loop else self.options.concurrency,
+                request_rates=self.options.request_rates or [],
+                usd_per_hour=price,
+            )
+            if isinstance(found, dict):
+                return found
+            reason = found or "the planner gave none"
+        Annotations.of(self).add_info(f"EndpointBenchmark publishes no predicted figures: {reason}")
+        return None
 
     def series(self) -> BenchmarkSeries:
         """The EMF series each run publishes (one per level), for dashboards and alarms."""

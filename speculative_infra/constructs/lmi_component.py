@@ -26,6 +26,12 @@ from speculative_infra.constructs.inference_component_endpoint import (
 )
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
 from speculative_infra.constructs.observability import Observable
+from speculative_infra.constructs.planned_workload import (
+    PlannedEndpoint,
+    PlannedWorkload,
+    parse_workload,
+    scaling_levels,
+)
 from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
@@ -41,7 +47,7 @@ HOST_MEMORY_OVERHEAD_MB = 4096
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
-class LmiInferenceComponent(Construct, Observable):
+class LmiInferenceComponent(Construct, Observable, PlannedEndpoint):
     """A DJL LMI model in vLLM async mode on an inference-component endpoint, checked at synth time."""
 
     def __init__(
@@ -70,6 +76,7 @@ class LmiInferenceComponent(Construct, Observable):
         hf_token: secretsmanager.ISecret | None = None,
         tags: Mapping[str, str] | None = None,
         benchmark: BenchmarkOptions | Mapping[str, Any] | None = None,
+        workload: PlannedWorkload | Mapping[str, Any] | None = None,
     ) -> None:
         """
         :param model_id: Hugging Face model id (HF_MODEL_ID).
@@ -98,8 +105,13 @@ class LmiInferenceComponent(Construct, Observable):
             the secret's ARN, never the token; DescribeModel still shows the resolved value. Default: none.
         :param tags: Default: none.
         :param benchmark: benchmark the component after every deployment (EndpointBenchmark). Default: none.
+        :param workload: the tokens per request the component is expected to serve (PlannedWorkload). The
+            planner's prediction for one copy at the scaling target's concurrency is stated as an info
+            annotation at synth, kept in ``planned_levels``, and published by ``benchmark`` beside what it
+            measures. Default: none (no prediction).
         """
         super().__init__(scope, construct_id)
+        self.workload = parse_workload(workload, self.node.path)
         scaling_options = _parse_scaling(scaling, self.node.path)
         if endpoint is None:
             if instance_type is None:
@@ -235,6 +247,10 @@ class LmiInferenceComponent(Construct, Observable):
             self._add_scaling(scaling_options)
         for key, value in (tags or {}).items():
             Tags.of(self).add(key, value)
+        levels = scaling_levels(
+            scaling_options, self.scaling_target_value, int(self.resolved.engine.get("max_num_seqs", 256))
+        )
+        self._announce_plan(levels, self._copy_usd_per_hour(), "copy")
         self.benchmark: EndpointBenchmark | None = None
         if benchmark is not None:
             self.benchmark = EndpointBenchmark(self, "Benchmark", target=self, options=benchmark)
@@ -313,20 +329,24 @@ class LmiInferenceComponent(Construct, Observable):
     def benchmark_target(self) -> BenchmarkTarget:
         """What EndpointBenchmark needs to invoke and price this component (one copy)."""
         spec = self.resolved.spec
-        price = estimate_cost(spec.instance_type, self.resolved.region, 1, 1).usd_per_hour
-        # Cost per copy: the instance's price shared by the GPUs a copy uses.
-        share = self.tensor_parallel_degree / max(1, self.endpoint.instance.gpu_count)
         return BenchmarkTarget(
             endpoint_name=self.endpoint.endpoint_name,
             component_name=self.inference_component_name,
             container="lmi",
             invoke_arns=[self.endpoint.endpoint_arn, self.inference_component_arn],
-            usd_per_hour=price * share if price is not None else None,
+            usd_per_hour=self._copy_usd_per_hour(),
             instance_count=1,
             label=f"{self.node.id} {spec.instance_type}",
             deployment_id=Fn.join("/", [self.model.attr_model_name, self.inference_component_name]),
             depends_on=self.inference_component,
+            predict=self.benchmark_prediction,
         )
+
+    def _copy_usd_per_hour(self) -> float | None:
+        """Cost per copy: the instance's price shared by the GPUs a copy uses."""
+        price = estimate_cost(self.resolved.spec.instance_type, self.resolved.region, 1, 1).usd_per_hour
+        share = self.tensor_parallel_degree / max(1, self.endpoint.instance.gpu_count)
+        return price * share if price is not None else None
 
     def monitoring_target(self) -> MonitoringTarget:
         """What the dashboard, canary and SLO alarms need to watch this component."""

@@ -36,6 +36,12 @@ from speculative_infra.constructs.endpoint_resources import create_endpoint
 from speculative_infra.constructs.metrics import EndpointMetrics
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
 from speculative_infra.constructs.observability import Observable
+from speculative_infra.constructs.planned_workload import (
+    PlannedEndpoint,
+    PlannedWorkload,
+    parse_workload,
+    scaling_levels,
+)
 from speculative_infra.constructs.policies import grant_invoke
 from speculative_infra.constructs.props import (
     default_timeouts,
@@ -93,7 +99,7 @@ class DeploymentGuardrails:
             raise ValueError("DeploymentGuardrails: " + "; ".join(problems))
 
 
-class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable):
+class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable, PlannedEndpoint):
     """A SageMaker real-time endpoint serving one model with vLLM, checked at synth time.
 
     Construction resolves the deployment against the catalog and runs every compatibility rule:
@@ -133,6 +139,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         extra_model_data: Sequence[S3Location] = (),
         async_inference: AsyncInferenceOptions | None = None,
         data_capture: DataCaptureOptions | None = None,
+        workload: PlannedWorkload | Mapping[str, Any] | None = None,
     ) -> None:
         """
         :param instance_type: SageMaker instance type, e.g. ``ml.g7e.2xlarge``.
@@ -176,6 +183,10 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             backlog and allowed to scale to zero (``scaling.min_capacity`` 0). Default: none (real time).
         :param data_capture: capture a share of the traffic to S3 under KMS (for replay with
             ``speculative-infra bench --dataset`` and EAGLE retraining). Default: none.
+        :param workload: the tokens per request the endpoint is expected to serve (PlannedWorkload). The
+            planner's prediction for one instance at the scaling target's concurrency is stated as an info
+            annotation at synth, kept in ``planned_levels``, and published by ``benchmark`` beside what it
+            measures. Default: none (no prediction).
         """
         super().__init__(
             scope,
@@ -204,6 +215,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
         )
         self.async_inference = async_inference
         self.data_capture = data_capture
+        self.workload = parse_workload(workload, self.node.path)
         if async_inference is not None and benchmark is not None:
             raise ValueError(
                 f"{self.node.path}: benchmark measures streamed answers (InvokeEndpointWithResponseStream), "
@@ -218,6 +230,12 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             tags=tags,
             guardrails=deployment_guardrails,
         )
+        levels = scaling_levels(
+            self.spec.scaling if async_inference is None else None,  # an async target is a backlog
+            self.scaling_target_value,
+            self._max_num_seqs(),
+        )
+        self._announce_plan(levels, self.cost.usd_per_hour, "instance")
         self.benchmark: EndpointBenchmark | None = None
         if benchmark is not None:
             self.benchmark = EndpointBenchmark(self, "Benchmark", target=self, options=benchmark)
@@ -362,6 +380,7 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable)
             label=f"{self.node.id} {spec.instance_type}",
             deployment_id=Fn.join("/", [self.endpoint_config_name, self.model_name]),
             depends_on=self.endpoint,
+            predict=self.benchmark_prediction,
         )
 
     def monitoring_target(self) -> MonitoringTarget:

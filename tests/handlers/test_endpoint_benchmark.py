@@ -61,6 +61,7 @@ def event(
     load: dict[str, Any] | None = None,
     slo: dict[str, float] | None = None,
     rate_sweep: dict[str, float] | None = None,
+    prediction: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     config = {
         "target": {
@@ -89,6 +90,7 @@ def event(
             "ResultsBucket": BUCKET,
             "ResultsPrefix": "endpoint-benchmarks/",
             "DeploymentId": "config-1/model-1",
+            **({"Prediction": json.dumps(prediction)} if prediction is not None else {}),
         },
     }
 
@@ -291,3 +293,69 @@ def test_rate_sweep_that_misses_at_once_finds_nothing(runtime: ServerProcess, s3
     )
     results = json.loads(_objects(s3, physical)["results.json"])
     assert [lv["request_rate"] for lv in results["levels"]] == [4.0] and results["max_sustained_rate"] is None
+
+
+# What EndpointBenchmark puts in the Prediction property (the planner's levels in the benchmark's names).
+PREDICTION = {
+    "levels": [
+        {"concurrency": 1, "output_throughput": 40.0, "median_ttft_ms": 50.0, "bound": "memory bandwidth"},
+        {"concurrency": 2, "output_throughput": 1e6, "median_ttft_ms": 50.0, "median_e2el_ms": 900.0},
+        {"concurrency": 64, "output_throughput": 5.0},  # a level the run does not measure
+    ],
+    "assumptions": {"acceptance_length": {"value": 2.3, "source": "test"}},
+}
+
+
+def test_prediction_is_published_beside_the_measurement(runtime: ServerProcess, s3: Any) -> None:
+    response, _, physical = run(runtime, s3, prediction=PREDICTION)
+    data = response["Data"]
+    measured = float(data["OutputThroughputHighest"])
+    assert data["PredictedOutputThroughputHighest"] == "1000000.000"  # the highest level's, not the lowest's
+    assert float(data["MeasuredOverPredictedOutputThroughputHighest"]) == pytest.approx(
+        measured / 1e6, abs=1e-3
+    )
+    assert data["PredictedCostPerMillionOutputTokens"] == ""  # not predicted: empty, never missing
+    files = _objects(s3, physical)
+    compared = json.loads(files["plan-vs-measured.json"])
+    assert [row["level"] for row in compared["levels"]] == ["c1", "c2"]  # c64 was not measured
+    low = compared["levels"][0]
+    assert low["predicted"]["output_throughput"] == 40.0 and low["bound"] == "memory bandwidth"
+    assert low["measured_over_predicted"]["output_throughput"] == pytest.approx(
+        low["measured"]["output_throughput"] / 40.0, abs=1e-4
+    )
+    assert low["measured_over_predicted"]["median_tpot_ms"] is None  # not predicted
+    report = files["report.md"].decode()
+    assert "## Planned vs measured" in report and "| concurrency 2 |" in report and "(test)" in report
+
+
+def test_without_a_prediction_nothing_planned_is_written(runtime: ServerProcess, s3: Any) -> None:
+    response, _, physical = run(runtime, s3)
+    assert response["Data"]["PredictedOutputThroughputHighest"] == ""
+    files = _objects(s3, physical)
+    assert "plan-vs-measured.json" not in files and b"Planned vs measured" not in files["report.md"]
+
+
+def test_emf_line_carries_the_plan_and_the_ratio() -> None:
+    level = {"concurrency": 2, "output_throughput": 300.0, "median_ttft_ms": 80.0}
+    doc = json.loads(
+        level_metrics_line(
+            "t", level, now_ms=1, predicted=PREDICTION["levels"][0] | {"output_throughput": 200.0}
+        )
+    )
+    names = {m["Name"] for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert {
+        "PredictedOutputThroughput",
+        "PredictedMedianTtft",
+        "MeasuredOverPredictedOutputThroughput",
+    } <= names
+    assert "PredictedMedianE2eLatency" not in names  # not in this predicted level
+    assert doc["MeasuredOverPredictedOutputThroughput"] == 1.5 and doc["PredictedMedianTtft"] == 50.0
+    zero = json.loads(level_metrics_line("t", level, now_ms=1, predicted={"output_throughput": 0}))
+    assert "MeasuredOverPredictedOutputThroughput" not in zero  # no ratio against a zero prediction
+
+
+def test_malformed_prediction_names_the_property(runtime: ServerProcess) -> None:
+    bad = event(runtime)
+    bad["ResourceProperties"]["Prediction"] = json.dumps({"levels": "c1"})
+    with pytest.raises(PropertyError, match=r"ResourceProperties\.Prediction: expected a JSON object"):
+        parse_event(bad)
