@@ -27,9 +27,38 @@ def test_price_times_instances_and_hours():
     assert f"${PRICE.usd_per_hour:,.2f} to ${4 * PRICE.usd_per_hour:,.2f}/hour" in cost.summary()
 
 
-def test_unknown_region_and_unknown_instance_say_so():
-    assert "unknown for region eu-north-1" in estimate_cost("ml.g7e.2xlarge", "eu-north-1", 1, 1).summary()
-    assert estimate_cost("ml.g7e.2xlarge", "eu-north-1", 1, 1).hourly(1) is None
+def test_a_region_without_a_price_shows_another_regions_named():
+    cost = estimate_cost("ml.g7e.2xlarge", "eu-north-1", 1, 2)
+    # The region's own figure stays unknown: nothing computes with another region's price ...
+    assert cost.usd_per_hour is None and cost.hourly(1) is None and cost.price_region is None
+    # ... but the line shows the fallback region's price, named, instead of "unknown".
+    us_east = estimate_cost("ml.g7e.2xlarge", "us-east-1", 1, 1)
+    assert cost.fallback_region == "us-east-1" and cost.fallback_usd_per_hour == us_east.usd_per_hour
+    line = cost.summary()
+    assert "unknown" not in line and f"${2 * us_east.usd_per_hour:,.2f}/hour" in line
+    assert "at us-east-1's list price" in line and "no eu-north-1 price for ml.g7e.2xlarge" in line
+    assert cost.as_dict()["fallback"] == {
+        "usd_per_instance_hour": us_east.usd_per_hour,
+        "region": "us-east-1",
+        "as_of": us_east.as_of,
+    }
+
+
+def test_the_fallback_prefers_us_east_1_then_the_first_list_that_has_the_type():
+    only_west = [p for p in load_catalog().price_lists if p.region != "us-east-1"]
+    west_types = {t for p in only_west for t in p.usd_per_hour}
+    east_types = {t for p in load_catalog().price_lists if p.region == "us-east-1" for t in p.usd_per_hour}
+    for instance_type in sorted(west_types - east_types):
+        cost = estimate_cost(instance_type, "eu-north-1", 1, 1)
+        assert cost.fallback_region != "us-east-1" and cost.fallback_usd_per_hour is not None
+    for instance_type in sorted(east_types):
+        assert estimate_cost(instance_type, "eu-north-1", 1, 1).fallback_region == "us-east-1"
+
+
+def test_an_instance_priced_nowhere_says_unknown_and_how_to_set_it():
+    cost = estimate_cost("ml.p5en.48xlarge", "us-east-1", 1, 1)
+    assert cost.usd_per_hour is None and cost.fallback_usd_per_hour is None
+    assert "no price for ml.p5en.48xlarge in any region (set price_per_hour" in cost.summary()
     agnostic = estimate_cost("ml.g7e.2xlarge", None, 1, 1)
     assert agnostic.hourly(1) is not None and "not known at synth time" in agnostic.summary()
 

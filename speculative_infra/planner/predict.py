@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speculative_infra.catalog import load_catalog
+from speculative_infra.cost import CostEstimate
 from speculative_infra.planner.acceptance import draft_acceptance
 from speculative_infra.planner.calibration import (
     MeasuredFactor,
@@ -167,9 +168,19 @@ def predict(
     price = d.cost()
     price_note = price.note
     if price.usd_per_hour is None:
-        notes.append(f"no dollar figures: the {price.note}; pass a region the catalog prices")
+        notes.append(f"no dollar figures: {_unpriced(price, d.region)}; pass a region the catalog prices")
     band = {name: (b.low, b.high) for name, b in cal.error_band.items()}
     return Plan(levels, price.usd_per_hour, price_note, assumptions, band, notes)
+
+
+def _unpriced(price: CostEstimate, region: str | None) -> str:
+    """Why a deployment has no dollar figures, naming another region's price where the catalog has one."""
+    if price.fallback_usd_per_hour is None:
+        return f"the on-demand price of {price.instance_type} is {price.note}"
+    return (
+        f"the catalog has no price for {price.instance_type} in {region} ({price.fallback_region}'s "
+        f"list price is ${price.fallback_usd_per_hour:,.2f}/hour; prices differ by region)"
+    )
 
 
 def _scaled(lv: LevelPrediction, factor: float) -> LevelPrediction:

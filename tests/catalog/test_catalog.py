@@ -81,7 +81,7 @@ def test_prices_are_overridable_data_with_date():
     price = load_catalog().price("ml.g7e.2xlarge")
     assert price.usd_per_hour == pytest.approx(4.2039)
     assert price.as_of and price.region == "us-east-1"
-    assert load_catalog().price("ml.p5.48xlarge") is None
+    assert load_catalog().price("ml.p5en.48xlarge") is None
 
 
 def test_containers():
