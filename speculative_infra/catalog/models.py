@@ -408,6 +408,7 @@ class VllmFacts(Fact):
     speculative: SpeculativeFacts
     speculative_token_defaults: list[SpeculativeTokensDefault]
     memory_overheads: MemoryOverheads
+    human_int_tera_suffixes_since: ValueFact  # first release whose human_readable_int reads t / T
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterator
 from typing import Any
 
+from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_release import VllmFlag, releases_with_dest
-from speculative_infra.human_int import HUMAN_INT_TYPES, reads_as_human_int
+from speculative_infra.human_int import HUMAN_INT_TYPES, parses_as_int, reads_as_human_int
 from speculative_infra.render.lmi_env import RESERVED_ENGINE_KEYS as LMI_RESERVED
 from speculative_infra.render.vllm_env import RESERVED_ENGINE_KEYS as VLLM_RESERVED
 from speculative_infra.resolve import ResolvedDeployment
@@ -81,11 +82,16 @@ def engine_arg_not_reserved(d: ResolvedDeployment) -> Iterator[Violation]:
             )
 
 
-_DIGITS = re.compile(r"^\d+$")  # the container passes every value as text: "8192" is an integer
+def reads_tera_suffixes(vllm_version: str) -> bool:
+    """Whether this release's human_readable_int reads t / T (10^12, 2^40); older ones refuse them."""
+    since = load_catalog().vllm.human_int_tera_suffixes_since
+    return version_tuple(vllm_version) >= version_tuple(since.value)
 
 
-def _value_problem(flag: VllmFlag, value: Any) -> str | None:
-    """What is wrong with a value for this flag, or None. Only what vLLM's parser would refuse."""
+def _value_problem(flag: VllmFlag, value: Any, *, tera: bool) -> str | None:
+    """What is wrong with a value for this flag, or None. Only what vLLM's parser would refuse (the
+    container passes every value as text: "8192" is an integer, and int() also takes "-1" or "1_000";
+    `tera`: the release's human_readable_int reads t/T)."""
     if flag.boolean:
         return None if isinstance(value, bool) else "true or false"
     if flag.choices is not None and not isinstance(value, bool) and str(value) in flag.choices:
@@ -94,13 +100,13 @@ def _value_problem(flag: VllmFlag, value: Any) -> str | None:
         return "one of " + ", ".join(flag.choices)
     if flag.value_type == "int":
         ok = (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, str) and _DIGITS.match(value) is not None
+            isinstance(value, str) and parses_as_int(value)
         )
         return None if ok else "an integer"
     if flag.value_type in HUMAN_INT_TYPES:
         if isinstance(value, int) and not isinstance(value, bool):
             return None
-        if isinstance(value, str) and reads_as_human_int(flag.value_type, value):
+        if isinstance(value, str) and reads_as_human_int(flag.value_type, value, tera=tera):
             return None
         return "an integer, or a size such as 16k (16,000) or 16K (16,384)" + (
             ', or "auto"' if flag.value_type == "human_int_or_auto" else ""
@@ -131,7 +137,7 @@ def engine_arg_value_valid(d: ResolvedDeployment) -> Iterator[Violation]:
         flag = release.flag_by_dest(key)
         if flag is None or key in _reserved(d):
             continue  # SI500/SI501 report it
-        allowed = _value_problem(flag, value)
+        allowed = _value_problem(flag, value, tera=reads_tera_suffixes(release.vllm_version))
         if allowed is not None:
             yield Violation(
                 message=f"engine.{key} is {value!r}; vLLM {release.vllm_version} accepts {allowed}",

@@ -307,7 +307,7 @@ def test_overhead_without_a_vocabulary_assumes_128000():
 @pytest.mark.parametrize(
     ("text", "value"),
     [("1k", 1000), ("1K", 1024), ("25.6k", 25600), ("2M", 2 * 2**20), ("3g", 3 * 10**9), ("16", 16),
-     (" 8k ", 8000), ("1.5K", None), ("k", None), ("8 k", None), ("-1", None), ("0x10", None)],
+     (" 8k ", 8000), ("1.5K", None), ("k", None), ("8 k", None), ("-1", -1), ("+8", 8), ("1_000", 1000), ("0x10", None), ("1.0", None)],
 )  # fmt: skip
 def test_parse_human_int(text, value):
     assert parse_human_int(text) == value
