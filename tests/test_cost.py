@@ -113,3 +113,21 @@ def test_inference_component_endpoint_shows_zero_when_idle():
     outputs = cdk.assertions.Template.from_stack(stack).find_outputs("*")
     [output] = [o for name, o in outputs.items() if "OnDemandUsdPerHour" in name]
     assert output["Value"].startswith("0.00-") and "$0 while scaled to zero" in output["Description"]
+
+
+def test_stack_output_names_the_fallback_region_where_the_region_has_no_price():
+    stack = _stack("eu-north-1")
+    SpeculativeVllmEndpoint(
+        stack,
+        "E",
+        model_id="Qwen/Qwen3-32B",
+        instance_type="ml.g7e.2xlarge",
+        engine={"max_model_len": 4096},
+        scaling={"min_capacity": 1, "max_capacity": 2},
+    )
+    us_east = estimate_cost("ml.g7e.2xlarge", "us-east-1", 1, 1).usd_per_hour
+    assert us_east is not None
+    outputs = cdk.assertions.Template.from_stack(stack).find_outputs("*")
+    [output] = [o for name, o in outputs.items() if "OnDemandUsdPerHour" in name]
+    assert output["Value"] == f"unknown (us-east-1 list price {us_east:.2f}-{2 * us_east:.2f})"
+    assert "no eu-north-1 price" in output["Description"]

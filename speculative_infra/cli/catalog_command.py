@@ -136,11 +136,13 @@ def _drafts(args: argparse.Namespace) -> int:
             d.method + (" (P-EAGLE)" if d.parallel_drafting else ""),
             d.target,
             "-" if d.size_gb is None else f"{d.size_gb:g}",
+            "-" if d.download_gb is None else f"{d.download_gb:g}",
             d.confidence,
         )
         for did, d in cat.drafts.items()
     ]
-    print(render_table(["draft", "method", "target", "size (GB)", "confidence"], rows))
+    headers = ["draft", "method", "target", "on GPU (GB)", "download (GB)", "confidence"]
+    print(render_table(headers, rows))
     return 0
 
 

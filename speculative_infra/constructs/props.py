@@ -59,7 +59,11 @@ def publish_cost(scope: Construct, estimate: CostEstimate) -> None:
     """The on-demand cost as a synth-time annotation and a stack output (`cdk deploy` prints it)."""
     Annotations.of(scope).add_info(estimate.summary())
     low, high = estimate.hourly(estimate.min_instances), estimate.hourly(estimate.max_instances)
-    if low is None or high is None:
+    fallback = estimate.fallback_usd_per_hour
+    if (low is None or high is None) and fallback is not None:  # name the other region's price shown
+        span = {fallback * estimate.min_instances, fallback * estimate.max_instances}
+        value = f"unknown ({estimate.fallback_region} list price {'-'.join(f'{v:.2f}' for v in sorted(span))})"
+    elif low is None or high is None:
         value = "unknown"
     else:
         value = f"{low:.2f}" if low == high else f"{low:.2f}-{high:.2f}"

@@ -117,7 +117,9 @@ def draft_facts_from_config(config: dict[str, Any], *, source: str, weights_byte
     return Draft(
         method=method,
         target=str(verifier) if verifier else None,
+        # The files' size stands in for what stays on the GPU (an upper bound: a shared embedding is less).
         size_gb=None if weights_bytes is None else weights_bytes / 1e9,
+        download_gb=None if weights_bytes is None else weights_bytes / 1e9,
         parallel_drafting=bool(config.get("parallel_drafting", False)),
         target_hidden_size=int(hidden) if isinstance(hidden, int) else None,
         target_vocab_size=int(shape["vocab_size"]) if isinstance(shape.get("vocab_size"), int) else None,

@@ -133,3 +133,16 @@ def test_first_releases_running_names_the_oldest_of_each_framework():
         "vLLM DLC 0.15.1 or newer, LMI v20 or newer"
     )
     assert cat.first_releases_running(lambda v: False) == "no release in the catalog yet"
+
+
+def test_a_draft_keeps_its_download_less_the_embedding_vllm_shares_with_the_target():
+    """vLLM replaces an EAGLE head's embed_tokens with the target's when the shapes match (pipeline
+    parallel 1, every catalogued release): what stays on the GPU is the download less that table."""
+    checked = 0
+    for draft_id, d in load_catalog().drafts.items():
+        if d.size_gb is None or d.download_gb is None or not (d.target_vocab_size and d.target_hidden_size):
+            continue
+        shared_gb = d.target_vocab_size * d.target_hidden_size * 2 / 1e9  # bf16
+        assert d.size_gb == pytest.approx(d.download_gb - shared_gb, abs=0.01), draft_id
+        checked += 1
+    assert checked >= 1
