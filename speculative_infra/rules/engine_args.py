@@ -88,7 +88,7 @@ def reads_tera_suffixes(vllm_version: str) -> bool:
     return version_tuple(vllm_version) >= version_tuple(since.value)
 
 
-def _value_problem(flag: VllmFlag, value: Any, *, tera: bool) -> str | None:
+def _value_problem(flag: VllmFlag, value: Any, *, tera: bool = True) -> str | None:
     """What is wrong with a value for this flag, or None. Only what vLLM's parser would refuse (the
     container passes every value as text: "8192" is an integer, and int() also takes "-1" or "1_000";
     `tera`: the release's human_readable_int reads t/T)."""

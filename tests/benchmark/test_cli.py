@@ -322,7 +322,7 @@ def test_unknown_price_names_the_argument(tmp_path: Path, capsys: pytest.Capture
             "--url",
             "http://127.0.0.1:9",
             "--instance-type",
-            "ml.p5.48xlarge",
+            "ml.p5en.48xlarge",
             "--output",
             str(tmp_path / "r.json"),
         ]
