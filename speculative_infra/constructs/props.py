@@ -62,7 +62,9 @@ def publish_cost(scope: Construct, estimate: CostEstimate) -> None:
     fallback = estimate.fallback_usd_per_hour
     if (low is None or high is None) and fallback is not None:  # name the other region's price shown
         span = {fallback * estimate.min_instances, fallback * estimate.max_instances}
-        value = f"unknown ({estimate.fallback_region} list price {'-'.join(f'{v:.2f}' for v in sorted(span))})"
+        value = (
+            f"unknown ({estimate.fallback_region} list price {'-'.join(f'{v:.2f}' for v in sorted(span))})"
+        )
     elif low is None or high is None:
         value = "unknown"
     else:

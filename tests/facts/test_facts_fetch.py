@@ -85,7 +85,9 @@ def test_fetched_draft_is_known_to_check(run_cli, hub, tmp_path):
     stored = json.loads(context.read_text())
     assert stored["acknowledged-issue-numbers"] == [32775]  # other keys survive
     assert stored[context_key("acme/Qwen3-32B-head.eagle3")]["draft"]["size_gb"] == 1.56
-    assert stored[context_key("acme/Qwen3-32B-head.eagle3")]["draft"]["download_gb"] == 1.56  # the files fetched
+    assert (
+        stored[context_key("acme/Qwen3-32B-head.eagle3")]["draft"]["download_gb"] == 1.56
+    )  # the files fetched
     assert "/api/models/acme/Qwen3-32B-head.eagle3/revision/main" in hub
 
     code, after, _ = _check(run_cli, tmp_path, spec, context)
