@@ -8,7 +8,7 @@ publishes the same prediction beside what it measures after deploy (docs/planner
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from aws_cdk import Annotations
 from constructs import Construct
@@ -36,7 +36,7 @@ class PlannedWorkload(BaseModel):
     text_kind: TextKind = Field(
         default="chat", description="What the text is like, which sets the draft's acceptance. Default: chat."
     )
-    concurrency: list[int] | None = Field(
+    concurrency: list[Annotated[int, Field(ge=1)]] | None = Field(
         default=None,
         min_length=1,
         description="Requests in flight per instance (or copy) to predict for. Default: the scaling target "
@@ -74,7 +74,7 @@ def scaling_levels(
     if scaling is not None and target_value is not None:
         if scaling.metric == "concurrent_requests":
             return [max(1, round(target_value))], []
-        return [], [target_value / 60]  # invocations per instance per minute
+        return [], [target_value / 60] if target_value > 0 else []  # invocations per instance per minute
     return sorted({1, max_num_seqs}), []
 
 

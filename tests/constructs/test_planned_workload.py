@@ -116,6 +116,11 @@ def test_a_workload_the_deployment_cannot_hold_is_an_error() -> None:
         ),
         ({"input_tokens": 10, "output_tokens": 5, "text_kind": "poetry"}, ValueError, r"workload: text_kind"),
         ({"input_tokens": 10, "output_tokens": 5, "concurrency": []}, ValueError, r"workload: concurrency"),
+        (
+            {"input_tokens": 10, "output_tokens": 5, "concurrency": [8, 0]},
+            ValueError,
+            r"workload: concurrency\.1",
+        ),
         ({"input_tokens": 10, "output_tokens": 5, "prefix_tokens": 11}, ValueError, r"prefix_tokens \(11\)"),
         (
             {"input_tokens": 10, "output_tokens": 5, "tokens": 1},
