@@ -6,6 +6,8 @@ import json
 import time
 from typing import Any
 
+from .plan_check import ratio
+
 NAMESPACE = "SpeculativeInfra/EndpointBenchmark"
 _METRICS = (
     ("OutputThroughput", "output_throughput", "Count/Second"),
@@ -46,9 +48,9 @@ def level_metrics_line(
             if isinstance(predicted.get(key), int | float):
                 values[name] = predicted[key]
                 units.append({"Name": name, "Unit": unit})
-        measured, planned = level.get("output_throughput"), predicted.get("output_throughput")
-        if isinstance(measured, int | float) and isinstance(planned, int | float) and planned > 0:
-            values[PLAN_RATIO] = measured / planned
+        plan_ratio = ratio(level.get("output_throughput"), predicted.get("output_throughput"))
+        if plan_ratio is not None:
+            values[PLAN_RATIO] = plan_ratio
             units.append({"Name": PLAN_RATIO, "Unit": "None"})
     rate = level.get("request_rate")
     dimension, value = (

@@ -228,8 +228,6 @@ def _benchmark_keys(lv: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
-    "PlanInputError",
-    "PlanNotPossible",
     "PlannedEndpoint",
     "PlannedWorkload",
     "describe",

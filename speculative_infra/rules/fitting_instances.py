@@ -11,14 +11,14 @@ from dataclasses import dataclass, replace
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import InstanceType, ModelFacts
-from speculative_infra.cost import estimate_cost
+from speculative_infra.cost import FALLBACK_REGION, estimate_cost
 from speculative_infra.resolve import ResolvedDeployment, resolve_alternative
 from speculative_infra.rules.decorator import RULES
 from speculative_infra.rules.finding import Severity
 
 # Where a price comes from when the catalog has none for the spec's region (or the region is not known):
 # the region with the most prices in the catalog (catalog/data/prices.yaml).
-PRICE_FALLBACK_REGION = "us-east-1"
+PRICE_FALLBACK_REGION = FALLBACK_REGION  # one fallback region for every price the library shows
 MEMORY_RULE = "SI300"
 SUGGESTED_INSTANCES = 3  # enough to choose from, few enough to read in one fix
 
