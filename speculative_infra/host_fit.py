@@ -75,21 +75,23 @@ def driver_fits(
 def fitting_host_image(cat: Catalog, container: ContainerImage, instance: InstanceType) -> str | None:
     """The host image AWS recommends for the container's CUDA if it fits, else the newest-driver one that does
     (the fewest compatibility layers between the image's CUDA and the driver); only images SageMaker offers on
-    the instance's family."""
+    the instance type; one whose support for the family is in doubt only when nothing else fits."""
     gpu = instance.gpu
 
     def fits(name: str) -> bool:
         ami = cat.amis[name]
-        return ami.offered_on(instance.family) and driver_fits(
-            cat, container, gpu, ami.driver, ami.driver_build
-        )
+        return ami.offered_on(instance.name) and driver_fits(cat, container, gpu, ami.driver, ami.driver_build)
+
+    def undoubted(name: str) -> bool:
+        return not cat.amis[name].doubted_for(instance.family)
 
     recommended = cat.recommended_amis.amis.get(container.cuda)
-    if recommended is not None and fits(recommended):
+    if recommended is not None and fits(recommended) and undoubted(recommended):
         return recommended
     newest_first = sorted(cat.amis.items(), key=lambda item: (-item[1].driver, item[0]))
     fitting = [name for name, _ in newest_first if fits(name)]
-    return fitting[0] if fitting else None
+    trusted = [name for name in fitting if undoubted(name)]
+    return (trusted or fitting or [None])[0]
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,13 @@ class Price(Fact):
 # --- host images, CUDA ---------------------------------------------------------------------------
 
 
-class FamilyExclusion(Sourced):
-    families: list[str]
+class HostImageRefusals(Sourced):
+    instance_types: list[str]  # seen refused by SageMaker when the endpoint was created
+
+
+class HostImageDoubts(Sourced):
+    families: list[str]  # said to be unsupported, with no refusal on record
+    against: str  # public reports that contradict the statement
 
 
 class Ami(Sourced):
@@ -141,10 +146,15 @@ class Ami(Sourced):
     driver_build: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?$")  # where AWS documents it
     cuda: str
     cuda_compat_mounting: bool
-    not_offered_on: FamilyExclusion | None = None  # instance families SageMaker refuses this image on
+    refused_on: HostImageRefusals | None = None
+    doubted_on: HostImageDoubts | None = None
 
-    def offered_on(self, family: str) -> bool:
-        return self.not_offered_on is None or family not in self.not_offered_on.families
+    def offered_on(self, instance_type: str) -> bool:
+        """False only where SageMaker was seen to refuse this image on the instance type."""
+        return self.refused_on is None or instance_type not in self.refused_on.instance_types
+
+    def doubted_for(self, family: str) -> bool:
+        return self.doubted_on is not None and family in self.doubted_on.families
 
 
 class RecommendedAmis(Sourced):

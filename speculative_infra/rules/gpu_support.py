@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.vllm_kernels import ReleaseKernels, load_vllm_kernels
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -118,6 +119,45 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
             fix=f"set engine.dtype: {support.activation_dtypes[0]} (or leave it unset)",
             field="engine.dtype",
         )
+
+
+@rule(
+    code="SI204",
+    name="container-has-kernels-for-gpu",
+    severity=Severity.ERROR,
+    title="The container's vLLM carries kernels for the GPU",
+    rationale="vLLM's compiled operators hold machine code for a fixed list of GPU architectures; on any other "
+    "GPU the engine stops at its first kernel launch ('no kernel image is available for execution on the "
+    "device'). The lists are read from each release's wheel.",
+)
+def container_has_kernels_for_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
+    # The vLLM DLC image is built from vLLM's own image, compiled from the same Dockerfile and arguments as
+    # the wheel; LMI images carry a vLLM build of their own, whose kernels no public source lists.
+    if d.container is None or d.instance is None or d.container.framework != "vllm":
+        return
+    kernels = load_vllm_kernels().releases.get(d.container.vllm_version)
+    if kernels is None:
+        return
+    cc = d.instance.gpu.compute_capability
+    missing = kernels.missing_for(cc)
+    if not missing:
+        return
+    runs = [v for v, k in load_vllm_kernels().releases.items() if not k.missing_for(cc)]
+    later = [v for v in runs if version_tuple(v) > version_tuple(d.container.vllm_version)]
+    earlier = [v for v in runs if version_tuple(v) < version_tuple(d.container.vllm_version)]
+    choice = f"vLLM {later[0]} or newer" if later else f"vLLM {earlier[-1]} or older" if earlier else None
+    yield Violation(
+        message=f"{d.container.label} has no kernels for the {d.instance.gpu_name} of {d.instance.name} "
+        f"(compute capability {cc}): vLLM {d.container.vllm_version}'s {', '.join(m.rsplit('/', 1)[-1] for m in missing)} "
+        f"carries machine code for {', '.join(kernels.architectures())} only (read from {kernels.wheel})",
+        fix=(f"use a container with {choice}, or " if choice else "")
+        + f"an instance family whose GPU is one of those architectures ({_families_with_kernels(kernels)})",
+        field="container.version",
+    )
+
+
+def _families_with_kernels(kernels: ReleaseKernels) -> str:
+    return ", ".join(load_catalog().families_where(lambda g: not kernels.missing_for(g.compute_capability)))
 
 
 def _families_with_compute_capability(floor: str) -> str:

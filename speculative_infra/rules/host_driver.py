@@ -149,22 +149,48 @@ def host_image_known(d: ResolvedDeployment) -> Iterator[Violation]:
 
 @rule(
     code="SI215",
-    name="host-image-offered-on-family",
+    name="host-image-offered-on-instance",
     severity=Severity.ERROR,
-    title="SageMaker offers the host image on the instance family",
-    rationale="Some host images exist only for newer GPU families; SageMaker refuses the pairing when the endpoint "
-    "is created.",
+    title="SageMaker offers the host image on the instance type",
+    rationale="Some host images exist only for newer GPU families; SageMaker refuses the pairing ('Invalid "
+    "combination') when the endpoint is created. Only refusals on record count here.",
 )
-def host_image_offered_on_family(d: ResolvedDeployment) -> Iterator[Violation]:
+def host_image_offered_on_instance(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.host is None or d.host.inference_ami_version is None or d.instance is None:
         return
     ami = _host_images(d).get(d.host.inference_ami_version)
-    if ami is None or ami.offered_on(d.instance.family) or ami.not_offered_on is None:
+    if ami is None or ami.refused_on is None or ami.offered_on(d.instance.name):
         return
     yield Violation(
-        message=f"SageMaker does not offer host image {d.host.inference_ami_version} on {d.instance.family} "
-        f"instances ({d.instance.gpu_name}); it refuses the combination when the endpoint is created "
-        f"(source: {ami.not_offered_on.source})",
+        message=f"SageMaker refused host image {d.host.inference_ami_version} on {d.instance.name} "
+        f"({d.instance.gpu_name}) when the endpoint was created (source: {ami.refused_on.source})",
         fix=_host_fix(d),
         field="inference_ami_version",
     )
+
+
+@rule(
+    code="SI216",
+    name="host-image-doubted-on-family",
+    severity=Severity.WARNING,
+    title="The host image's support for the instance family is in doubt",
+    rationale="AWS's container team states some host images need newer GPU families, while other public reports "
+    "ran them there; until a refusal is on record the check warns and names both sides.",
+)
+def host_image_doubted_on_family(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.host is None or d.host.inference_ami_version is None or d.instance is None:
+        return
+    ami = _host_images(d).get(d.host.inference_ami_version)
+    if ami is None or ami.doubted_on is None or not ami.doubted_for(d.instance.family):
+        return
+    if not ami.offered_on(d.instance.name):
+        return  # SI215 reports the refusal itself
+    yield Violation(
+        message=f"host image {d.host.inference_ami_version} on {d.instance.family} instances is in doubt: "
+        f"{ami.doubted_on.source}; against that, {ami.doubted_on.against}. If SageMaker refuses it, "
+        "endpoint creation fails with 'Invalid combination'",
+        fix=_host_fix(d),
+        field="inference_ami_version",
+    )
+
+

@@ -118,10 +118,33 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
     ),
     "SI214": ({}, {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-9"}),
-    # SageMaker refuses gpu-4-1 on g5 ("Invalid combination", aws/deep-learning-containers 2ec0bc190f).
+    # vLLM 0.20.0's wheel carries no sm_70 machine code (read by scripts/read_vllm_kernels.py).
+    "SI204": (
+        {},
+        {
+            "instance_type": "ml.p3.2xlarge",
+            "container": {"version": "0.20.0"},
+            "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
+            "hf_token_secret": "hf-token",
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "dtype": "float16"},
+        },
+    ),
+    # SageMaker refused gpu-4-1 on ml.g5.12xlarge ("Invalid combination", aws/deep-learning-containers 2ec0bc190f).
     "SI215": (
         {**G5_QWEN14B, "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
         {**G5_QWEN14B, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
+    ),
+    # On ml.g5.2xlarge the image is only said to need g6 or newer (DLC dd5eb8e74b); AWS's docs pair them.
+    "SI216": (
+        {**G5_QWEN14B, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
+        {
+            **G5_QWEN14B,
+            "instance_type": "ml.g5.2xlarge",
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 8192},
+            "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1",
+        },
     ),
     # vLLM's Mxfp4Config.get_min_capability() is 80 (vllm-project/vllm @ 007d5005); gpt-oss is MXFP4.
     "SI203": (
