@@ -80,7 +80,9 @@ def fitting_host_image(cat: Catalog, container: ContainerImage, instance: Instan
 
     def fits(name: str) -> bool:
         ami = cat.amis[name]
-        return ami.offered_on(instance.name) and driver_fits(cat, container, gpu, ami.driver, ami.driver_build)
+        return ami.offered_on(instance.name) and driver_fits(
+            cat, container, gpu, ami.driver, ami.driver_build
+        )
 
     def undoubted(name: str) -> bool:
         return not cat.amis[name].doubted_for(instance.family)

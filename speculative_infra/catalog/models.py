@@ -414,6 +414,25 @@ class SpeculativeTokensDefault(Sourced):
     value: int = Field(ge=1)
 
 
+class SchedulerCheck(Fact):
+    """One start-up check of vLLM's SchedulerConfig (the comparison itself: rules/scheduler_limits.py)."""
+
+    id: str
+    since: str
+    until: str | None = None  # inclusive; None: still in the newest release read
+    message: str  # vLLM's text, with {field} placeholders
+
+    def applies_to(self, release: str) -> bool:
+        v = version_tuple(release)
+        return version_tuple(self.since) <= v and (self.until is None or v <= version_tuple(self.until))
+
+
+class SchedulerChecks(Sourced):
+    chunked_prefill_forced_on_until: str
+    auto_long_prefill_threshold_until: str
+    checks: list[SchedulerCheck]
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     fp8_min_compute_capability: ValueFact
@@ -423,6 +442,7 @@ class VllmFacts(Fact):
     speculative_token_defaults: list[SpeculativeTokensDefault]
     memory_overheads: MemoryOverheads
     human_int_tera_suffixes_since: ValueFact  # first release whose human_readable_int reads t / T
+    scheduler_checks: SchedulerChecks
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

@@ -192,5 +192,3 @@ def host_image_doubted_on_family(d: ResolvedDeployment) -> Iterator[Violation]:
         fix=_host_fix(d),
         field="inference_ami_version",
     )
-
-

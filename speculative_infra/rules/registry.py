@@ -21,6 +21,7 @@ from speculative_infra.rules import (  # noqa: F401  (imported for their @rule r
     precision,
     region,
     scaling,
+    scheduler_limits,
     speculative,
 )
 from speculative_infra.rules.decorator import RULES

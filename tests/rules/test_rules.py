@@ -118,6 +118,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
     ),
     "SI214": ({}, {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-9"}),
+    # SchedulerConfig: max_num_batched_tokens >= max_num_seqs (every release; tests/golden/vllm_startup_checks.json).
+    "SI503": (
+        {"engine": {"max_num_batched_tokens": 256, "max_num_seqs": 256}},
+        {"engine": {"max_num_batched_tokens": 255, "max_num_seqs": 256}},
+    ),
     # vLLM 0.20.0's wheel carries no sm_70 machine code (read by scripts/read_vllm_kernels.py).
     "SI204": (
         {},
