@@ -23,6 +23,7 @@ from speculative_infra.catalog.models import (
     Draft,
     ForwardCompat,
     Gpu,
+    HostingRegionEvidence,
     InferenceComponentRegions,
     InstanceFamily,
     InstanceType,
@@ -81,6 +82,7 @@ class Catalog(BaseModel):
     observations: list[Observation]
     dlc_accounts: DlcAccounts
     inference_components: InferenceComponentRegions
+    hosting_region_evidence: dict[str, list[HostingRegionEvidence]]
     models: dict[str, ModelFacts]
     drafts: dict[str, Draft]
     acceptance: AcceptanceFacts  # published acceptance lengths of drafts, for the planner
@@ -240,6 +242,13 @@ class Catalog(BaseModel):
     def offers_inference_components(self, region: str) -> bool:
         return region not in self.inference_components.unavailable_regions
 
+    def hosting_regions(self, family: str) -> list[str] | None:
+        """Regions public sources name as offering the family for SageMaker hosting; None: no source known."""
+        evidence = self.hosting_region_evidence.get(family)
+        if not evidence:
+            return None
+        return sorted({region for item in evidence for region in item.regions})
+
     # --- models ------------------------------------------------------------------------------
 
     def model(self, model_id: str) -> ModelFacts | None:
@@ -294,6 +303,7 @@ def load_catalog() -> Catalog:
         "observations": containers["observations"],
         "dlc_accounts": regions["dlc_accounts"],
         "inference_components": regions["inference_components"],
+        "hosting_region_evidence": regions["hosting_regions"],
         "models": _read_yaml("models.yaml")["models"],
         "drafts": _read_yaml("drafts.yaml")["drafts"],
         "acceptance": _read_yaml("acceptance.yaml"),

@@ -258,6 +258,12 @@ class DlcAccounts(Sourced):
     accounts: dict[str, str]
 
 
+class HostingRegionEvidence(Sourced):
+    """Regions one public source names as offering an instance family for SageMaker hosting."""
+
+    regions: list[str]
+
+
 class InferenceComponentRegions(Sourced):
     unavailable_regions: list[str]
 

@@ -48,3 +48,28 @@ def region_offers_inference_components(d: ResolvedDeployment) -> Iterator[Violat
             fix="choose another region, or the vLLM container (framework: vllm) on a real-time endpoint",
             field="region",
         )
+
+
+@rule(
+    code="SI112",
+    name="region-known-to-offer-family",
+    severity=Severity.WARNING,
+    title="A public source says the region offers the instance family for SageMaker hosting",
+    rationale="An endpoint on a family the region does not offer fails at creation. The catalog's region "
+    "lists come from AWS announcements and observed deployments and lag behind AWS; the account's endpoint "
+    "quota, which `speculative-infra preflight` reads, settles it.",
+)
+def region_known_to_offer_family(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.region is None or d.instance is None or d.spec.serving == "batch":
+        return
+    known = load_catalog().hosting_regions(d.instance.family)
+    if known is None or d.region in known:
+        return
+    yield Violation(
+        message=f"no public source the catalog holds says SageMaker hosting offers {d.instance.family} instances "
+        f"in {d.region}; sources name {', '.join(known)} (lists from AWS announcements and deployments, which "
+        "may be out of date)",
+        fix=f"confirm with `speculative-infra preflight <spec> --region {d.region}`, which reads the account's "
+        f"endpoint quota for {d.instance.name} there, or deploy in one of {', '.join(known)}",
+        field="region",
+    )

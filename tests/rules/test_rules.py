@@ -118,6 +118,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
     ),
     "SI214": ({}, {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-9"}),
+    # AWS's 2026-07 G7e expansion names Tokyo; nothing public names sa-east-1.
+    "SI112": ({"region": "ap-northeast-1"}, {"region": "sa-east-1"}),
     # SchedulerConfig: max_num_batched_tokens >= max_num_seqs (every release; tests/golden/vllm_startup_checks.json).
     "SI503": (
         {"engine": {"max_num_batched_tokens": 256, "max_num_seqs": 256}},
