@@ -93,7 +93,8 @@ def fitting_host_image(cat: Catalog, container: ContainerImage, instance: Instan
     newest_first = sorted(cat.amis.items(), key=lambda item: (-item[1].driver, item[0]))
     fitting = [name for name, _ in newest_first if fits(name)]
     trusted = [name for name in fitting if undoubted(name)]
-    return (trusted or fitting or [None])[0]
+    choices = trusted or fitting
+    return choices[0] if choices else None
 
 
 @dataclass(frozen=True)
