@@ -439,6 +439,19 @@ class SchedulerChecks(Sourced):
     checks: list[SchedulerCheck]
 
 
+class MultimodalDraftRefusal(Fact):
+    applies_to: Literal["draft_model", "parallel_drafting"]
+    since: str
+    until: str  # inclusive
+
+    def applies_to_release(self, release: str) -> bool:
+        return version_tuple(self.since) <= version_tuple(release) <= version_tuple(self.until)
+
+
+class MultimodalDraftRefusals(Sourced):
+    refusals: list[MultimodalDraftRefusal]
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     fp8_min_compute_capability: ValueFact
@@ -449,6 +462,7 @@ class VllmFacts(Fact):
     memory_overheads: MemoryOverheads
     human_int_tera_suffixes_since: ValueFact  # first release whose human_readable_int reads t / T
     scheduler_checks: SchedulerChecks
+    multimodal_draft_refusals: MultimodalDraftRefusals
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

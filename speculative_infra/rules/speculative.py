@@ -6,6 +6,8 @@ import difflib
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_release import available_vllm_versions, load_vllm_release
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
@@ -93,6 +95,86 @@ def eagle3_target_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
             else "use another speculative method (no vLLM release in the catalog allows this target)",
             field="speculative.method",
         )
+
+
+@rule(
+    code="SI414",
+    name="eagle3-target-interface",
+    severity=Severity.ERROR,
+    title="The target's model class implements vLLM's EAGLE3 interface",
+    rationale="EAGLE3 reads hidden states from inside the target, which only model classes implementing "
+    "SupportsEagle3 expose; vLLM stops when the model loads ('Model does not support EAGLE3 interface'). "
+    "Which architectures implement it is read from each release's wheel.",
+)
+def eagle3_target_interface(d: ResolvedDeployment) -> Iterator[Violation]:
+    if (
+        not d.speculative
+        or d.speculative.get("method") != "eagle3"
+        or d.vllm_release is None
+        or d.model is None
+    ):
+        return
+    release = d.vllm_release.vllm_version
+    allow = d.vllm_release.speculative.eagle3_target_allowlist
+    if allow is not None and not any(entry in d.model.model_type for entry in allow):
+        return  # SI401 refuses it first, at configuration
+    interfaces = load_vllm_model_interfaces().releases.get(release)
+    if interfaces is None or interfaces.eagle3_architectures is None:
+        return
+    arch = d.model.architecture
+    if arch in interfaces.eagle3_architectures:
+        return
+    later = [
+        v
+        for v, r in load_vllm_model_interfaces().releases.items()
+        if version_tuple(v) > version_tuple(release)
+        and r.eagle3_architectures
+        and arch in r.eagle3_architectures
+    ]
+    yield Violation(
+        message=f"vLLM {release}'s {arch} (the class {d.model_id} loads as) does not implement the EAGLE3 "
+        "interface: vLLM stops when the model loads with 'Model does not support EAGLE3 interface' (read from "
+        f"{interfaces.wheel})",
+        fix=f"use a container with vLLM {later[0]} or newer, where {arch} implements it"
+        if later
+        else "use another speculative method (no vLLM release in the catalog implements EAGLE3 for this class)",
+        field="speculative.method",
+    )
+
+
+@rule(
+    code="SI415",
+    name="draft-multimodal-target",
+    severity=Severity.ERROR,
+    title="Draft models and parallel drafting on a multimodal target",
+    rationale="vLLM 0.15.0 to 0.20.2 refuse a separate draft model, and 0.16.0 to 0.20.2 parallel drafting "
+    "(P-EAGLE), when the target is a multimodal architecture; from 0.21.0 they only warn.",
+)
+def draft_multimodal_target(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.vllm_release is None or d.model is None:
+        return
+    release = d.vllm_release.vllm_version
+    interfaces = load_vllm_model_interfaces().releases.get(release)
+    if interfaces is None or d.model.architecture not in interfaces.multimodal_architectures:
+        return
+    asked = {"draft_model"} if d.speculative.get("method") == "draft_model" else set()
+    if d.speculative.get("parallel_drafting"):
+        asked.add("parallel_drafting")
+    refusals = load_catalog().vllm.multimodal_draft_refusals.refusals
+    refused = sorted(
+        {r.applies_to for r in refusals if r.applies_to in asked and r.applies_to_release(release)}
+    )
+    if not refused:
+        return
+    what = " and ".join("a draft model" if r == "draft_model" else "parallel drafting" for r in refused)
+    last = max((r.until for r in refusals if r.applies_to in refused), key=version_tuple)
+    yield Violation(
+        message=f"vLLM {release} refuses {what} for a multimodal target: {d.model_id} is {d.model.architecture}, "
+        "which vLLM registers as multimodal ('Speculative Decoding with draft models ... does not support "
+        "multimodal models yet')",
+        fix=f"use a container with vLLM newer than {last}, or EAGLE3 without parallel_drafting",
+        field="speculative.parallel_drafting" if "parallel_drafting" in refused else "speculative.method",
+    )
 
 
 def _eagle3_allows(version: str, model_type: str) -> bool:

@@ -118,6 +118,48 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},
     ),
     "SI214": ({}, {"inference_ami_version": "al2-ami-sagemaker-inference-gpu-9"}),
+    # Qwen3MoeForCausalLM implements SupportsEagle3 from vLLM 0.11.1 (read from the wheels).
+    "SI414": (
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": "0.11.1"},
+            "model": {"id": "Qwen/Qwen3-Coder-30B-A3B-Instruct"},
+            "engine": {"tensor_parallel_size": 4},
+            "speculative": {"method": "eagle3", "model": "acme/qwen3-coder-eagle3"},
+        },
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": "0.11.0"},
+            "model": {"id": "Qwen/Qwen3-Coder-30B-A3B-Instruct"},
+            "engine": {"tensor_parallel_size": 4},
+            "speculative": {"method": "eagle3", "model": "acme/qwen3-coder-eagle3"},
+        },
+    ),
+    # vLLM 0.15.0-0.20.2 refuse a draft model for a multimodal target; 0.21.0 warns.
+    "SI415": (
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": "0.21.0"},
+            "model": {**UNKNOWN_MISTRAL, "architecture": "Mistral3ForConditionalGeneration"},
+            "engine": {"tensor_parallel_size": 4},
+            "speculative": {
+                "method": "draft_model",
+                "model": "acme/mistral-small-draft",
+                "num_speculative_tokens": 3,
+            },
+        },
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": "0.20.2"},
+            "model": {**UNKNOWN_MISTRAL, "architecture": "Mistral3ForConditionalGeneration"},
+            "engine": {"tensor_parallel_size": 4},
+            "speculative": {
+                "method": "draft_model",
+                "model": "acme/mistral-small-draft",
+                "num_speculative_tokens": 3,
+            },
+        },
+    ),
     # AWS's 2026-07 G7e expansion names Tokyo; nothing public names sa-east-1.
     "SI112": ({"region": "ap-northeast-1"}, {"region": "sa-east-1"}),
     # SchedulerConfig: max_num_batched_tokens >= max_num_seqs (every release; tests/golden/vllm_startup_checks.json).

@@ -1,0 +1,36 @@
+"""Which model architectures each vLLM release can serve as an EAGLE3 target, and which it treats as
+multimodal: read from each release's wheel (its model registry and the classes it names) by
+``scripts/probe_vllm_model_interfaces.py`` into ``catalog/data/vllm_model_interfaces.json``."""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ReleaseModelInterfaces", "load_vllm_model_interfaces"]
+
+
+class ReleaseModelInterfaces(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    wheel: str
+    # Registry architectures whose class implements SupportsEagle3; None: the release does not check it.
+    eagle3_architectures: frozenset[str] | None
+    multimodal_architectures: frozenset[str]
+
+
+class VllmModelInterfaces(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    read_by: str
+    source: str
+    releases: dict[str, ReleaseModelInterfaces]
+
+
+@functools.lru_cache(maxsize=1)
+def load_vllm_model_interfaces() -> VllmModelInterfaces:
+    data = resources.files("speculative_infra.catalog").joinpath("data/vllm_model_interfaces.json")
+    return VllmModelInterfaces.model_validate(json.loads(data.read_text("utf-8")))

@@ -1,0 +1,109 @@
+"""SI414 (EAGLE3 needs the target class's interface) and SI415 (draft models and parallel drafting refuse
+multimodal targets in some releases), from what each release's wheel registers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
+from speculative_infra.catalog.vllm_release import load_vllm_release
+from speculative_infra.check import check
+from tests.conftest import REFERENCE_SPEC, deep_merge
+
+GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_model_interfaces.json").read_text())
+
+
+def _codes(changes: dict[str, Any]) -> set[str]:
+    return {f.code for f in check(deep_merge(REFERENCE_SPEC, changes)).findings}
+
+
+QWEN3_CODER_EAGLE3 = {
+    "instance_type": "ml.g6e.12xlarge",
+    "model": {"id": "Qwen/Qwen3-Coder-30B-A3B-Instruct"},
+    "engine": {"tensor_parallel_size": 4},
+    "speculative": {"method": "eagle3", "model": "acme/qwen3-coder-eagle3", "num_speculative_tokens": 3},
+}
+
+
+def test_qwen3_moe_gains_the_eagle3_interface_in_0_11_1() -> None:
+    # 0.11.0's allow-list lets qwen3_moe through, then the model class lacks SupportsEagle3.
+    assert "SI414" in _codes({**QWEN3_CODER_EAGLE3, "container": {"version": "0.11.0"}})
+    assert "SI414" not in _codes({**QWEN3_CODER_EAGLE3, "container": {"version": "0.11.1"}})
+
+
+def test_message_and_fix_name_the_class_and_the_release() -> None:
+    spec = deep_merge(REFERENCE_SPEC, {**QWEN3_CODER_EAGLE3, "container": {"version": "0.11.0"}})
+    (found,) = [f for f in check(spec).findings if f.code == "SI414"]
+    assert "Qwen3MoeForCausalLM" in found.message and "EAGLE3 interface" in found.message
+    assert "0.11.1 or newer" in found.fix and found.field == "speculative.method"
+
+
+def test_the_reference_deployments_pass() -> None:
+    # Qwen3-32B + EAGLE3 on vLLM 0.15.1 ran in the public benchmark suite (observations.yaml).
+    assert "SI414" not in _codes({})
+    assert "SI414" not in _codes({"container": {"version": "0.15.1"}})
+
+
+GEMMA3 = {
+    "id": "acme/gemma3-vision-12b",
+    "architecture": "Gemma3ForConditionalGeneration",
+    "model_type": "gemma3",
+    "parameters_billion": 12.2,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 256,
+    "hidden_size": 3840,
+    "max_position_embeddings": 131072,
+}
+DRAFT_MODEL = {"method": "draft_model", "model": "acme/gemma3-1b", "num_speculative_tokens": 3}
+
+
+def _draft(version: str, speculative: dict[str, Any]) -> set[str]:
+    return _codes(
+        {
+            "instance_type": "ml.g6e.12xlarge",
+            "container": {"version": version},
+            "model": GEMMA3,
+            "engine": {"tensor_parallel_size": 4, "max_model_len": 8192},
+            "speculative": speculative,
+        }
+    )
+
+
+def test_draft_model_on_a_multimodal_target_from_0_15_to_0_20() -> None:
+    assert "SI415" in _draft("0.15.1", DRAFT_MODEL)
+    assert "SI415" in _draft("0.20.2", DRAFT_MODEL)
+    assert "SI415" not in _draft("0.21.0", DRAFT_MODEL)  # a warning in vLLM from 0.21.0
+
+
+def test_parallel_drafting_on_a_multimodal_target_from_0_16_to_0_20() -> None:
+    peagle = {
+        "method": "eagle3",
+        "model": "acme/gemma3-peagle",
+        "parallel_drafting": True,
+        "num_speculative_tokens": 5,
+    }
+    assert "SI415" in _draft("0.16.0", peagle)
+    assert "SI415" not in _draft("0.21.0", peagle)
+    plain = {"method": "eagle3", "model": "acme/gemma3-eagle3", "num_speculative_tokens": 3}
+    assert "SI415" not in _draft("0.16.0", plain)
+
+
+def test_the_catalog_holds_what_the_wheels_register() -> None:
+    catalog = load_vllm_model_interfaces().releases
+    assert set(catalog) == set(GOLDEN["releases"])
+    for version, record in GOLDEN["releases"].items():
+        expected = set(record["eagle3_architectures"]) if record["eagle3_interface_check"] else None
+        assert catalog[version].eagle3_architectures == expected, version
+        assert catalog[version].multimodal_architectures == set(record["multimodal_architectures"]), version
+
+
+def test_the_probe_and_the_extractor_agree_on_the_eagle3_allow_list() -> None:
+    # Two readings of the same wheels by different code: the interface probe's, and the release extractor's
+    # (speculative.eagle3_target_allowlist): an allow-list exists in exactly the same releases.
+    for version, record in GOLDEN["releases"].items():
+        extracted = load_vllm_release(version).speculative.eagle3_target_allowlist
+        assert (record["eagle3_allowlist_check"] is not None) == (extracted is not None), version
