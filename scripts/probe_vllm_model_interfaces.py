@@ -7,7 +7,8 @@ and each quantization method's minimum GPU capability.
     .venv/bin/python scripts/probe_vllm_model_interfaces.py --versions 0.13.0  # some
 
 It also writes what rules SI414 / SI415 read, speculative_infra/catalog/data/vllm_model_interfaces.json
-(the EAGLE3 and multimodal architectures per release), a projection of the same reading.
+(the EAGLE3 and multimodal architectures and quantization floors per release), a projection of the same
+reading; `--project-only` rewrites it from the golden table without reading the wheels again.
 
 Nothing is imported or installed: the wheel's .py files are read with zipfile and parsed with ast.
 - Architectures: the module-level ``_*_MODELS`` dicts of vllm/model_executor/models/registry.py,
@@ -377,7 +378,14 @@ def main() -> int:
     parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "golden" / "vllm_model_interfaces.json")
     parser.add_argument("--catalog-out", type=Path, default=CATALOG_OUT)
+    parser.add_argument("--project-only", action="store_true", help="rewrite --catalog-out from --out only")
     args = parser.parse_args()
+    if args.project_only:
+        table = json.loads(args.out.read_text(encoding="utf-8"))
+        args.catalog_out.write_text(
+            json.dumps(catalog_projection(table), indent=1, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        return 0
     table = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"releases": {}}
     for version in args.versions:
         table["releases"][version] = probe(version, args.wheels_dir)
@@ -400,7 +408,7 @@ CATALOG_OUT = ROOT / "speculative_infra" / "catalog" / "data" / "vllm_model_inte
 def catalog_projection(table: dict[str, Any]) -> dict[str, Any]:
     """What the rules read (catalog/data/vllm_model_interfaces.json): per release, the architectures whose
     class implements the EAGLE3 interface (null where the release has no interface check) and the
-    architectures vLLM registers as multimodal."""
+    architectures vLLM registers as multimodal, and each --quantization method's get_min_capability()."""
     releases = {
         version: {
             "wheel": record["wheel"],
@@ -408,6 +416,11 @@ def catalog_projection(table: dict[str, Any]) -> dict[str, Any]:
             if record["eagle3_interface_check"]
             else None,
             "multimodal_architectures": record["multimodal_architectures"],
+            "quantization_min_capability": {
+                name: f"{value // 10}.{value % 10}"
+                for name, value in record["quantization_method_min_capability"].items()
+                if isinstance(value, int) and value > 0
+            },
         }
         for version, record in table["releases"].items()
     }

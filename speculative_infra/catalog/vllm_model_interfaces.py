@@ -20,6 +20,7 @@ class ReleaseModelInterfaces(BaseModel):
     # Registry architectures whose class implements SupportsEagle3; None: the release does not check it.
     eagle3_architectures: frozenset[str] | None
     multimodal_architectures: frozenset[str]
+    quantization_min_capability: dict[str, str]  # --quantization method -> its get_min_capability()
 
 
 class VllmModelInterfaces(BaseModel):

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_kernels import ReleaseKernels, load_vllm_kernels
+from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -93,32 +94,57 @@ def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
     severity=Severity.ERROR,
     title="The GPU runs the checkpoint's quantization",
     rationale="vLLM refuses to start when the GPU's compute capability is below what the checkpoint's "
-    "quantization method asks for (MXFP4 needs 8.0: gpt-oss does not start on T4 or V100), or when the "
-    "activation dtype is one the method does not run.",
+    "quantization method asks for (its get_min_capability(), read per release from the wheels: fp8 asked "
+    "for 8.0 up to 0.13.0 and 7.5 from 0.14.0; MXFP4 8.0, so gpt-oss does not start on T4 or V100), or "
+    "when the activation dtype is one the method does not run.",
 )
 def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
     method = d.model.quantization if d.model is not None else None
-    support = load_catalog().vllm.quantization.get(method) if method else None
-    if support is None or d.instance is None:
+    if method is None or d.instance is None:
         return
+    support = load_catalog().vllm.quantization.get(method)
+    release = d.vllm_release.vllm_version if d.vllm_release is not None else None
+    floor = _quantization_floor(method, release)
     cc = d.instance.gpu.compute_capability
-    if version_tuple(cc) < version_tuple(support.min_compute_capability):
+    if floor is not None and version_tuple(cc) < version_tuple(floor):
+        lower = [
+            v
+            for v, r in load_vllm_model_interfaces().releases.items()
+            if release is not None
+            and version_tuple(v) > version_tuple(release)
+            and method in r.quantization_min_capability
+            and version_tuple(r.quantization_min_capability[method]) <= version_tuple(cc)
+        ]
+        where = f"vLLM {release}" if release is not None else "vLLM"
         yield Violation(
-            message=f"{d.model_id} is quantized with {method}, which vLLM runs on compute capability >= "
-            f"{support.min_compute_capability}; the {d.instance.gpu_name} of {d.instance.name} has {cc}",
-            fix=f"choose a family with compute capability >= {support.min_compute_capability} "
-            f"({_families_with_compute_capability(support.min_compute_capability)})",
+            message=f"{d.model_id} is quantized with {method}, which {where} runs on compute capability >= "
+            f"{floor}; the {d.instance.gpu_name} of {d.instance.name} has {cc}",
+            fix=(
+                f"use a container with vLLM {lower[0]} or newer (it asks {method} for less), or "
+                if lower
+                else ""
+            )
+            + f"choose a family with compute capability >= {floor} ({_families_with_compute_capability(floor)})",
             field="instance_type",
         )
         return
     dtype = d.engine.get("dtype")
-    if dtype is not None and dtype not in support.activation_dtypes:
+    if support is not None and dtype is not None and dtype not in support.activation_dtypes:
         yield Violation(
             message=f"{d.model_id} is quantized with {method}, which vLLM runs with "
             f"{' or '.join(support.activation_dtypes)} activations only; engine.dtype is {dtype}",
             fix=f"set engine.dtype: {support.activation_dtypes[0]} (or leave it unset)",
             field="engine.dtype",
         )
+
+
+def _quantization_floor(method: str, release: str | None) -> str | None:
+    """The method's get_min_capability() in this release (read from its wheel), else the catalog's figure."""
+    per_release = load_vllm_model_interfaces().releases.get(release) if release is not None else None
+    if per_release is not None and method in per_release.quantization_min_capability:
+        return per_release.quantization_min_capability[method]
+    support = load_catalog().vllm.quantization.get(method)
+    return support.min_compute_capability if support is not None else None
 
 
 @rule(
