@@ -392,11 +392,18 @@ class MemoryOverheads(Sourced):
     small_gpu_defaults: tuple[int, int]
 
 
+class MethodKeys(Fact):
+    """Speculative keys only these methods read."""
+
+    methods: tuple[str, ...]
+    keys: tuple[str, ...]
+
+
 class SpeculativeFacts(Sourced):
     """How vLLM's SpeculativeConfig treats a draft, in every catalog release."""
 
     draft_checkpoint_methods: frozenset[str]  # methods that need speculative.model
-    method_keys: dict[str, tuple[str, ...]]  # keys only one method reads
+    method_keys: tuple[MethodKeys, ...]
     draft_tensor_parallel_sizes: tuple[int | Literal["target"], ...]  # "target": the target's TP
 
     def allowed_draft_tensor_parallel(self, target_tensor_parallel: int) -> list[int]:

@@ -218,25 +218,26 @@ def draft_facts_fetched(d: ResolvedDeployment) -> Iterator[Violation]:
     name="speculative-keys-fit-method",
     severity=Severity.WARNING,
     title="Speculative keys belong to the chosen method",
-    rationale="ngram reads prompt_lookup_*, suffix reads suffix_decoding_*; under another method vLLM "
-    "ignores them, and ngram and suffix ignore a draft model.",
+    rationale="ngram and ngram_gpu read prompt_lookup_*, suffix reads suffix_decoding_*; under another method "
+    "vLLM ignores them, and these methods ignore a draft model.",
 )
 def speculative_keys_fit_method(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative:
         return
     method = d.speculative.get("method")
-    method_keys = load_catalog().vllm.speculative.method_keys
-    for owner, keys in method_keys.items():
-        if method == owner:
+    groups = load_catalog().vllm.speculative.method_keys
+    for group in groups:
+        if method in group.methods:
             continue
-        for key in keys:
+        owners = " or ".join(repr(m) for m in group.methods)
+        for key in group.keys:
             if key in d.speculative:
                 yield Violation(
-                    message=f"speculative.{key} only applies to method {owner!r}; with {method!r} it is ignored",
-                    fix=f"remove speculative.{key}, or use method {owner!r}",
+                    message=f"speculative.{key} only applies to method {owners}; with {method!r} it is ignored",
+                    fix=f"remove speculative.{key}, or use method {group.methods[0]!r}",
                     field=f"speculative.{key}",
                 )
-    if method in method_keys and d.speculative.get("model"):
+    if any(method in group.methods for group in groups) and d.speculative.get("model"):
         yield Violation(
             message=f"speculative.model is ignored by method {method!r}, which drafts without a checkpoint",
             fix="remove speculative.model, or use eagle3 with this draft",

@@ -107,3 +107,16 @@ def test_the_probe_and_the_extractor_agree_on_the_eagle3_allow_list() -> None:
     for version, record in GOLDEN["releases"].items():
         extracted = load_vllm_release(version).speculative.eagle3_target_allowlist
         assert (record["eagle3_allowlist_check"] is not None) == (extracted is not None), version
+
+
+def _si412(version: str, speculative: dict[str, Any]) -> list[str]:
+    spec = deep_merge(REFERENCE_SPEC, {"container": {"version": version}, "speculative": speculative})
+    return [f.field or "" for f in check(spec).findings if f.code == "SI412"]
+
+
+def test_ngram_gpu_reads_the_prompt_lookup_keys() -> None:
+    # vLLM 0.18.0's SpeculativeConfig sets prompt_lookup defaults 'if self.method in ("ngram", "ngram_gpu")'.
+    keys = {"prompt_lookup_max": 4, "prompt_lookup_min": 2, "num_speculative_tokens": 3, "model": None}
+    assert _si412("0.18.0", {**keys, "method": "ngram_gpu"}) == []
+    assert _si412("0.18.0", {**keys, "method": "ngram"}) == []
+    assert "speculative.prompt_lookup_max" in _si412("0.18.0", {**keys, "method": "suffix"})

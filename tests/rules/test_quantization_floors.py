@@ -44,7 +44,9 @@ def _si203(version: str, model: dict[str, Any], instance: str = "ml.g4dn.xlarge"
 def test_fp8_on_a_t4_from_0_14_0() -> None:
     # Fp8Config.get_min_capability() returned 80 up to 0.13.0 and 75 from 0.14.0 (T4: 7.5).
     found = _si203("0.13.0", FP8_QWEN)
-    assert found is not None and "compute capability >= 8.0" in found.message and "vLLM 0.13.0" in found.message
+    assert (
+        found is not None and "compute capability >= 8.0" in found.message and "vLLM 0.13.0" in found.message
+    )
     assert "vLLM 0.14.0 or newer" in found.fix
     assert _si203("0.14.0", FP8_QWEN) is None
 
