@@ -459,6 +459,22 @@ class MultimodalDraftRefusals(Sourced):
     refusals: list[MultimodalDraftRefusal]
 
 
+class BatchedTokensTier(Fact):
+    since: str
+    min_memory_gib: float
+    not_in_gpu_name: str | None = None
+    value: int = Field(ge=1)
+
+
+class BatchedTokensDefault(Sourced):
+    otherwise: int = Field(ge=1)
+    tiers: list[BatchedTokensTier]
+
+
+class DraftingSlotChecks(Sourced):
+    checks: list[SchedulerCheck]
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     fp8_min_compute_capability: ValueFact
@@ -470,6 +486,8 @@ class VllmFacts(Fact):
     human_int_tera_suffixes_since: ValueFact  # first release whose human_readable_int reads t / T
     scheduler_checks: SchedulerChecks
     multimodal_draft_refusals: MultimodalDraftRefusals
+    api_server_batched_tokens_default: BatchedTokensDefault
+    drafting_slot_checks: DraftingSlotChecks
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

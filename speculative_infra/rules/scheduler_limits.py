@@ -95,35 +95,157 @@ def _engine_int(d: ResolvedDeployment, key: str, release: str) -> int | None:
     return None  # SI502 names a value of the wrong type
 
 
+def default_batched_tokens(
+    release: str, gpu_name: str, gpu_memory_mib: int, *, chunked: bool, max_model_len: int, max_num_seqs: int
+) -> int:
+    """What `vllm serve` sets an unset max_num_batched_tokens to (catalog: api_server_batched_tokens_default)."""
+    facts = load_catalog().vllm.api_server_batched_tokens_default
+    gib = gpu_memory_mib / 1024
+    value = facts.otherwise
+    for tier in facts.tiers:
+        if (
+            version_tuple(release) >= version_tuple(tier.since)
+            and gib >= tier.min_memory_gib
+            and (tier.not_in_gpu_name is None or tier.not_in_gpu_name not in gpu_name.lower())
+        ):
+            value = tier.value
+            break
+    if not chunked:
+        value = max(max_model_len, value)
+    return min(max_num_seqs * max_model_len, value)
+
+
+def drafting_slots(speculative: Mapping[str, Any]) -> int:
+    """SpeculativeConfig.max_num_new_slots_for_drafting: the batch slots a request's drafting adds."""
+    k = speculative.get("num_speculative_tokens") or 0
+    slots = k - 1 if speculative.get("parallel_drafting") else 0
+    return slots + (1 if speculative.get("method") == "draft_model" else 0)
+
+
+def drafting_refusal(
+    release: str, *, max_num_batched_tokens: int, max_num_seqs: int, slots: int
+) -> tuple[SchedulerCheck, str] | None:
+    """vLLM's message where the draft slots leave the batch no room (VllmConfig._set_max_num_scheduled_tokens)."""
+    values = {
+        "max_num_batched_tokens": max_num_batched_tokens,
+        "slots": slots,
+        "max_num_scheduled_tokens": max_num_batched_tokens - slots * max_num_seqs,
+    }
+    for check in load_catalog().vllm.drafting_slot_checks.checks:
+        if not check.applies_to(release):
+            continue
+        if check.id == "drafting_slots_leave_no_tokens" and values["max_num_scheduled_tokens"] <= 0:
+            return check, check.message.format(**values)
+        if check.id == "batched_tokens_within_drafting_slots" and max_num_batched_tokens <= slots:
+            return check, check.message.format(**values)
+    return None
+
+
+def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any], bool] | None:
+    """The settings vLLM's checks see, and whether max_num_batched_tokens is vLLM's default; None where a value
+    does not parse (SI502 names it) or is missing."""
+    keys = [key for key in SETTINGS if key != "enable_chunked_prefill"]
+    values: dict[str, Any] = {key: _engine_int(d, key, release) for key in keys}
+    if any(d.engine.get(k) is not None and values[k] is None for k in keys):
+        return None
+    if values["max_model_len"] is None or values["max_num_seqs"] is None:
+        return None
+    forced_until = load_catalog().vllm.scheduler_checks.chunked_prefill_forced_on_until
+    chunked = d.engine.get("enable_chunked_prefill", True) is not False
+    values["enable_chunked_prefill"] = chunked or version_tuple(release) <= version_tuple(forced_until)
+    defaulted = values.get("max_num_batched_tokens") is None
+    # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve: left unjudged.
+    if defaulted and d.instance is not None and d.container is not None and d.container.framework == "vllm":
+        tokens = default_batched_tokens(
+            release,
+            d.instance.gpu_name,
+            d.instance.gpu.memory_mib,
+            chunked=values["enable_chunked_prefill"],
+            max_model_len=values["max_model_len"],
+            max_num_seqs=values["max_num_seqs"],
+        )
+        values["max_num_batched_tokens"] = tokens * (
+            2 if d.engine.get("performance_mode") == "throughput" else 1
+        )
+    return values, defaulted
+
+
+def _batched_tokens_note(d: ResolvedDeployment, values: Mapping[str, Any], defaulted: bool) -> str:
+    if not defaulted:
+        return ""
+    return (
+        f" (max_num_batched_tokens is unset: vllm serve uses {values['max_num_batched_tokens']} on the "
+        f"{d.instance.gpu_name if d.instance else 'GPU'})"
+    )
+
+
 @rule(
     code="SI503",
     name="scheduler-limits",
     severity=Severity.ERROR,
     title="Engine settings pass vLLM's start-up scheduler checks",
-    rationale="vLLM's SchedulerConfig compares max_num_batched_tokens, max_model_len, max_num_seqs, chunked "
-    "prefill and the partial-prefill settings when the engine starts and stops it with a ValueError; the "
-    "checks differ by release.",
+    rationale="vLLM's SchedulerConfig compares max_num_batched_tokens (vllm serve's default where unset), "
+    "max_model_len, max_num_seqs, chunked prefill and the partial-prefill settings when the engine starts and "
+    "stops it with a ValueError; the checks differ by release.",
 )
 def scheduler_limits(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.container is None or d.container.vllm_version is None:
         return
     release = d.container.vllm_version
-    keys = [key for key in SETTINGS if key != "enable_chunked_prefill"]
-    values: dict[str, Any] = {key: _engine_int(d, key, release) for key in keys}
-    unreadable = [k for k in keys if d.engine.get(k) is not None and values[k] is None]
-    if unreadable or values["max_model_len"] is None or values["max_num_seqs"] is None:
-        return  # SI502 names a value vLLM would not parse
-    forced_until = load_catalog().vllm.scheduler_checks.chunked_prefill_forced_on_until
-    chunked = d.engine.get("enable_chunked_prefill", True) is not False
-    values["enable_chunked_prefill"] = chunked or version_tuple(release) <= version_tuple(forced_until)
+    settings = _engine_settings(d, release)
+    if settings is None:
+        return
+    values, defaulted = settings
     found = scheduler_refusal(release, values)
     if found is None:
         return
     check, message = found
     yield Violation(
-        message=f"vLLM {release} refuses these engine settings at start-up: {message}",
+        message=f"vLLM {release} refuses these engine settings at start-up: {message}"
+        + _batched_tokens_note(d, values, defaulted),
         fix=_fix(check.id, values),
         field=f"engine.{_field(check.id)}",
+    )
+
+
+@rule(
+    code="SI504",
+    name="drafting-slots-fit-batch",
+    severity=Severity.ERROR,
+    title="The batch leaves room for the draft slots speculative decoding adds",
+    rationale="A separate draft model adds one slot per request to each batch and parallel drafting (P-EAGLE) "
+    "k - 1; vLLM 0.20.0 to 0.27.1 refuse to start when max_num_seqs requests' slots fill "
+    "max_num_batched_tokens, and 0.28.0 to 0.32.0 when one request's do.",
+)
+def drafting_slots_fit_batch(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.container is None or d.container.vllm_version is None:
+        return
+    release = d.container.vllm_version
+    slots = drafting_slots(d.speculative)
+    settings = _engine_settings(d, release) if slots > 0 else None
+    if settings is None or settings[0]["max_num_batched_tokens"] is None:
+        return
+    values, defaulted = settings
+    found = drafting_refusal(
+        release,
+        max_num_batched_tokens=values["max_num_batched_tokens"],
+        max_num_seqs=values["max_num_seqs"],
+        slots=slots,
+    )
+    if found is None:
+        return
+    check, message = found
+    per_batch = check.id == "drafting_slots_leave_no_tokens"
+    needed = slots * values["max_num_seqs"] + 1 if per_batch else slots + 1
+    counted = f"{slots} draft slot(s) per request" + (
+        f" x max_num_seqs {values['max_num_seqs']}" if per_batch else ""
+    )
+    yield Violation(
+        message=f"vLLM {release} refuses to start: {message} ({counted})"
+        + _batched_tokens_note(d, values, defaulted),
+        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower engine.max_num_seqs or "
+        "speculative.num_speculative_tokens",
+        field="engine.max_num_batched_tokens",
     )
 
 

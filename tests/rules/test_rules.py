@@ -160,6 +160,31 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             },
         },
     ),
+    # P-EAGLE (4 slots per request) x 512 sequences fill vllm serve's 2048-token default on an L40S (0.20-0.27).
+    "SI504": (
+        {
+            "instance_type": "ml.g6e.xlarge",
+            "container": {"version": "0.25.1"},
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": {
+                "model": "amazon/GPT-OSS-20B-P-EAGLE",
+                "num_speculative_tokens": 5,
+                "parallel_drafting": True,
+            },
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 8192, "max_num_seqs": 511},
+        },
+        {
+            "instance_type": "ml.g6e.xlarge",
+            "container": {"version": "0.25.1"},
+            "model": {"id": "openai/gpt-oss-20b"},
+            "speculative": {
+                "model": "amazon/GPT-OSS-20B-P-EAGLE",
+                "num_speculative_tokens": 5,
+                "parallel_drafting": True,
+            },
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 8192, "max_num_seqs": 512},
+        },
+    ),
     # AWS's 2026-07 G7e expansion names Tokyo; nothing public names sa-east-1.
     "SI112": ({"region": "ap-northeast-1"}, {"region": "sa-east-1"}),
     # SchedulerConfig: max_num_batched_tokens >= max_num_seqs (every release; tests/golden/vllm_startup_checks.json).

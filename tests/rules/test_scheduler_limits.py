@@ -108,3 +108,14 @@ def test_active_seqs_only_from_0_31_0() -> None:
     assert (
         scheduler_refusal("0.30.0", {**engine, "max_model_len": 4096, "enable_chunked_prefill": True}) is None
     )
+
+
+def test_an_unset_batch_size_is_vllm_serves_default() -> None:
+    # vllm serve sizes max_num_batched_tokens at 2048 on a 46 GiB L40S: 4096 sequences do not fit it.
+    l40s = {"instance_type": "ml.g6e.xlarge", "engine": {"tensor_parallel_size": 1, "max_model_len": 8192}}
+    spec = deep_merge(REFERENCE_SPEC, {**l40s, "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None})
+    at_edge = deep_merge(spec, {"engine": {"max_num_seqs": 2048}})
+    over = deep_merge(spec, {"engine": {"max_num_seqs": 2049}})
+    assert not [f for f in check(at_edge).findings if f.code == "SI503"]
+    found = next(f for f in check(over).findings if f.code == "SI503")
+    assert "vllm serve uses 2048 on the L40S" in found.message

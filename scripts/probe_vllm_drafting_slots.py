@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Run each vLLM release's own VllmConfig._set_max_num_scheduled_tokens on a grid of settings and write
+the golden table tests/golden/vllm_drafting_slots.json (which batch sizes leave no room for the draft
+slots speculative decoding adds, and vLLM's words for it).
+
+    .venv/bin/python scripts/probe_vllm_drafting_slots.py                    # every default release
+    .venv/bin/python scripts/probe_vllm_drafting_slots.py --versions 0.20.0  # some
+
+The method is read out of vllm/config/vllm.py (0.17.0 onward; absent before) with ast and executed
+alone on a stand-in `self`: a scheduler config with max_num_batched_tokens, max_num_seqs and no
+max_num_scheduled_tokens, and a speculative config whose max_num_new_slots_for_drafting is the probe's
+`slots` (SpeculativeConfig computes it: num_speculative_tokens - 1 with parallel drafting, plus 1 for
+a draft model; 0 otherwise). A stub logger stands in for vLLM's. From 0.33.0 the method compares with
+VllmConfig.num_lookahead_tokens, which the stand-in sets to `slots`; DFlash / DSpark branches are off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.vllm_release_extractor.constants import DEFAULT_VERSIONS
+from scripts.vllm_release_extractor.records import download_wheel, sha256_file
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_drafting_slots.json"
+FUNCTION = "_set_max_num_scheduled_tokens"
+
+
+class _Logger:
+    def __getattr__(self, _name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def load_method(source: str) -> Any | None:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == FUNCTION:
+            node.decorator_list = []
+            module = ast.Module(body=[node], type_ignores=[])
+            namespace: dict[str, Any] = {"logger": _Logger()}
+            exec(compile(module, "<vllm>", "exec"), namespace)  # the wheel's own function, alone
+            return namespace[FUNCTION]
+    return None
+
+
+def probes() -> list[dict[str, int]]:
+    grid = []
+    for slots in (0, 1, 2, 4, 6):
+        for seqs in (1, 128, 256, 512):
+            edges = {
+                slots * seqs - 1,
+                slots * seqs,
+                slots * seqs + 1,
+                slots - 1,
+                slots,
+                slots + 1,
+                2048,
+                8192,
+            }
+            for tokens in sorted(e for e in edges if e >= 1):
+                grid.append({"slots": slots, "max_num_seqs": seqs, "max_num_batched_tokens": tokens})
+    return grid
+
+
+def run(method: Any, probe: dict[str, int]) -> Any:
+    scheduler = SimpleNamespace(
+        max_num_batched_tokens=probe["max_num_batched_tokens"],
+        max_num_seqs=probe["max_num_seqs"],
+        max_num_scheduled_tokens=None,
+        max_num_active_seqs=None,
+    )
+    speculative = SimpleNamespace(
+        max_num_new_slots_for_drafting=probe["slots"],
+        use_dflash=lambda: False,
+        use_dspark=lambda: False,
+        method="eagle3",
+    )
+    this = SimpleNamespace(
+        speculative_config=speculative, scheduler_config=scheduler, num_lookahead_tokens=probe["slots"]
+    )
+    try:
+        method(this)
+    except ValueError as exc:
+        return {"error": "ValueError", "message": str(exc)}
+    return "ok"
+
+
+def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
+    folder = wheels_dir / version
+    existing = sorted(folder.glob(f"vllm-{version}-*.whl")) if folder.exists() else []
+    wheel = existing[0] if existing else download_wheel(version, folder)
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        source = zf.read("vllm/config/vllm.py").decode() if "vllm/config/vllm.py" in names else ""
+    method = load_method(source)
+    record: dict[str, Any] = {"wheel": wheel.name, "sha256": sha256_file(wheel)}
+    if method is None:
+        record["function"] = None
+        return record
+    record["function"] = f"vllm/config/vllm.py:VllmConfig.{FUNCTION}"
+    record["probes"] = [{"inputs": p, "verdict": run(method, p)} for p in probes()]
+    return record
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
+    parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    table = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"releases": {}}
+    for version in args.versions:
+        table["releases"][version] = probe_release(version, args.wheels_dir)
+        print(version, table["releases"][version]["function"], flush=True)
+    table["probed_by"] = "scripts/probe_vllm_drafting_slots.py"
+    table["releases"] = dict(
+        sorted(table["releases"].items(), key=lambda kv: tuple(int(p) for p in kv[0].split(".")))
+    )
+    args.out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""SI504: the draft slots a separate draft model or parallel drafting adds must leave the batch room,
+held to each release's own VllmConfig._set_max_num_scheduled_tokens (tests/golden/vllm_drafting_slots.json),
+and vllm serve's default max_num_batched_tokens where the spec leaves it unset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from speculative_infra.check import check
+from speculative_infra.rules.scheduler_limits import default_batched_tokens, drafting_refusal, drafting_slots
+from tests.conftest import REFERENCE_SPEC, deep_merge
+
+GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_drafting_slots.json").read_text())
+MODELLED_UNTIL = (0, 32, 0)  # 0.33.0 compares with num_lookahead_tokens, which is not modelled
+
+
+def _cases() -> list[Any]:
+    out = []
+    for release, record in GOLDEN["releases"].items():
+        if tuple(int(p) for p in release.split(".")) > MODELLED_UNTIL:
+            continue
+        for i, probe in enumerate(record.get("probes", [])):
+            out.append(pytest.param(release, probe["inputs"], probe["verdict"], id=f"{release}-{i}"))
+    return out
+
+
+CASES = _cases()
+
+
+def test_the_golden_table_has_refusals_in_both_forms() -> None:
+    refused = {v["message"] for _, _, v in (c.values for c in CASES) if v != "ok"}
+    assert len(CASES) > 2000
+    assert any("max_num_scheduled_tokens is set" in r for r in refused)
+    assert any("does not have enough slots" in r for r in refused)
+
+
+@pytest.mark.parametrize(("release", "inputs", "verdict"), CASES)
+def test_verdict_matches_the_release(release: str, inputs: dict[str, int], verdict: Any) -> None:
+    found = drafting_refusal(
+        release,
+        max_num_batched_tokens=inputs["max_num_batched_tokens"],
+        max_num_seqs=inputs["max_num_seqs"],
+        slots=inputs["slots"],
+    )
+    if verdict == "ok":
+        assert found is None, found
+    else:
+        assert found is not None and found[1] == verdict["message"]
+
+
+def test_slots_per_request() -> None:
+    # SpeculativeConfig.max_num_new_slots_for_drafting: k - 1 with parallel drafting, + 1 for a draft model.
+    assert drafting_slots({"method": "eagle3", "num_speculative_tokens": 5}) == 0
+    assert drafting_slots({"method": "eagle3", "num_speculative_tokens": 5, "parallel_drafting": True}) == 4
+    assert drafting_slots({"method": "draft_model", "num_speculative_tokens": 3}) == 1
+
+
+def test_vllm_serve_defaults_by_gpu_memory() -> None:
+    kw = {"chunked": True, "max_model_len": 32768, "max_num_seqs": 256}
+    assert default_batched_tokens("0.25.1", "L40S", 46068, **kw) == 2048
+    assert default_batched_tokens("0.25.1", "H100", 81559, **kw) == 8192
+    assert default_batched_tokens("0.25.1", "A100-80GB", 81920, **kw) == 2048  # A100s keep the small default
+    assert default_batched_tokens("0.27.1", "B200", 183359, **kw) == 8192
+    assert default_batched_tokens("0.28.0", "B200", 183359, **kw) == 16384
+    assert default_batched_tokens("0.25.1", "L40S", 46068, **{**kw, "chunked": False}) == 32768
+    assert (
+        default_batched_tokens("0.25.1", "L40S", 46068, **{**kw, "max_num_seqs": 1, "max_model_len": 1024})
+        == 1024
+    )
+
+
+PEAGLE_L40S = {
+    "instance_type": "ml.g6e.xlarge",
+    "container": {"version": "0.25.1"},
+    "model": {"id": "openai/gpt-oss-20b"},
+    "speculative": {
+        "model": "amazon/GPT-OSS-20B-P-EAGLE",
+        "num_speculative_tokens": 5,
+        "parallel_drafting": True,
+    },
+    "engine": {"tensor_parallel_size": 1, "max_model_len": 8192},
+}
+
+
+def _si504(changes: dict[str, Any]) -> Any:
+    spec = deep_merge(REFERENCE_SPEC, changes)
+    return next((f for f in check(spec).findings if f.code == "SI504"), None)
+
+
+def test_p_eagle_on_an_l40s_at_vllm_serve_defaults() -> None:
+    # 4 slots x 512 sequences fill vllm serve's 2048-token default on a 46 GiB GPU.
+    at_edge = deep_merge(PEAGLE_L40S, {"engine": {"max_num_seqs": 511}})
+    assert _si504(at_edge) is None
+    found = _si504(deep_merge(PEAGLE_L40S, {"engine": {"max_num_seqs": 512}}))
+    assert found is not None and found.field == "engine.max_num_batched_tokens"
+    assert "vllm serve uses 2048" in found.message and "at least 2049" in found.fix
+    explicit = deep_merge(PEAGLE_L40S, {"engine": {"max_num_seqs": 512, "max_num_batched_tokens": 4096}})
+    assert _si504(explicit) is None
+
+
+def test_only_the_releases_that_refuse() -> None:
+    full = deep_merge(PEAGLE_L40S, {"engine": {"max_num_seqs": 512}})
+    assert _si504(deep_merge(full, {"container": {"version": "0.19.1"}})) is None
+    assert _si504(deep_merge(full, {"container": {"version": "0.20.0"}})) is not None
