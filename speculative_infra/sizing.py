@@ -35,7 +35,16 @@ DTYPE_BYTES: dict[str, float] = {
 }
 # Bits per parameter of a quantized checkpoint's quantized part: MXFP4 stores 4-bit values with one
 # 8-bit scale per 32 (OCP Microscaling spec v1.0); AWQ/GPTQ int4 with a 16-bit scale and zero per 128.
-QUANTIZED_BITS: dict[str, float] = {"mxfp4": 4.25, "fp8": 8.0, "awq": 4.25, "gptq": 4.25}
+# NVFP4: 4-bit values and one 8-bit scale per 16 (4.5 bits); MXFP4 one per 32 (4.25); AWQ / GPTQ at group 128
+# with 16-bit scales and zeros (~4.25).
+QUANTIZED_BITS: dict[str, float] = {
+    "mxfp4": 4.25,
+    "fp8": 8.0,
+    "awq": 4.25,
+    "gptq": 4.25,
+    "modelopt": 8.0,
+    "modelopt_fp4": 4.5,
+}
 # A draft the facts give no size for is estimated as EAGLE heads are built: decoder layers of the
 # target's width (~16 h^2 parameters each, attention plus a SwiGLU MLP), the fc that fuses three
 # hidden states (3 h^2), and an embedding and an LM head over the vocabulary; in 16-bit. One layer for

@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from speculative_infra.quantization_methods import QuantizationMethod
+
 Confidence = Literal["verified", "reported", "unverified"]
 
 
@@ -285,7 +287,7 @@ class ModelFacts(Fact):
     max_position_embeddings: int = Field(ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     weights_gb: float | None = Field(default=None, gt=0)  # the checkpoint, where not parameters x dtype
-    quantization: Literal["mxfp4", "fp8", "awq", "gptq"] | None = None  # of the checkpoint's weights
+    quantization: QuantizationMethod | None = None  # of the checkpoint's weights
     quantized_parameters_billion: float | None = Field(default=None, gt=0)  # e.g. the MoE experts in MXFP4
     sliding_window: int | None = Field(default=None, ge=1)  # tokens a sliding-window layer attends to
     sliding_window_layers: int = Field(default=0, ge=0)

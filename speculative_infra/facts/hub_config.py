@@ -12,13 +12,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from speculative_infra.catalog.models import Draft, ModelFacts
+from speculative_infra.quantization_methods import from_quantization_config
 from speculative_infra.sizing import dtype_bytes
 
 # Config keys holding the number of multi-token-prediction layers: num_nextn_predict_layers (DeepSeek-V3,
 # GLM-4.5, MiMo, ERNIE; what vLLM's SpeculativeConfig reads) and mtp_num_hidden_layers (Qwen3-Next's
 # config). Absent: no MTP layers.
 _MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
-_QUANTIZATIONS = {"mxfp4", "fp8", "awq", "gptq"}
 _DTYPES = ("bfloat16", "float16", "float32")
 
 
@@ -77,8 +77,7 @@ def model_facts_from_config(
     heads = _required(c, "num_attention_heads", repo_id)
     hidden = _required(c, "hidden_size", repo_id)
     dtype = _dtype(c)
-    quant = str((c.get("quantization_config") or {}).get("quant_method", "")).lower() or None
-    quantization = quant if quant in _QUANTIZATIONS else None
+    quantization = from_quantization_config(c.get("quantization_config"))
     if parameters is None:
         if weights_bytes is None:
             raise ConfigError(f"{repo_id}: neither the parameter count nor the weights' size is known")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from speculative_infra.human_int import parse_human_int
+from speculative_infra.quantization_methods import QuantizationMethod
 from speculative_infra.spec.instance_type import instance_type_problem
 
 _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
@@ -68,7 +69,7 @@ class ModelSpec(BaseModel):
     max_position_embeddings: int | None = Field(default=None, ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
     weights_gb: float | None = Field(default=None, gt=0)
-    quantization: Literal["mxfp4", "fp8", "awq", "gptq"] | None = None
+    quantization: QuantizationMethod | None = None
     quantized_parameters_billion: float | None = Field(default=None, gt=0)
     vocab_size: int | None = Field(default=None, ge=1)
     sliding_window: int | None = Field(default=None, ge=1)
