@@ -402,6 +402,15 @@ def main() -> int:
     return 0
 
 
+# compressed-tensors scheme classes by the names the library's model facts use (quantization_scheme).
+SCHEME_CLASSES = {
+    "CompressedTensorsWNA16": "wna16",
+    "CompressedTensorsW8A16Fp8": "w8a16_fp8",
+    "CompressedTensorsW8A8Fp8": "w8a8_fp8",
+    "CompressedTensorsW8A8Int8": "w8a8_int8",
+    "CompressedTensorsW4A16Fp4": "w4a16_nvfp4",
+    "CompressedTensorsW4A4Fp4": "w4a4_nvfp4",
+}
 CATALOG_OUT = ROOT / "speculative_infra" / "catalog" / "data" / "vllm_model_interfaces.json"
 
 
@@ -420,6 +429,14 @@ def catalog_projection(table: dict[str, Any]) -> dict[str, Any]:
                 name: f"{value // 10}.{value % 10}"
                 for name, value in record["quantization_method_min_capability"].items()
                 if isinstance(value, int) and value > 0
+            },
+            "compressed_tensors_scheme_min_capability": {
+                SCHEME_CLASSES[path.rsplit(":", 1)[-1]]: f"{value // 10}.{value % 10}"
+                for path, value in record["quantization_scheme_min_capability"].items()
+                if "compressed_tensors" in path
+                and path.rsplit(":", 1)[-1] in SCHEME_CLASSES
+                and isinstance(value, int)
+                and value > 0
             },
         }
         for version, record in table["releases"].items()

@@ -7,8 +7,21 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 # modelopt: NVIDIA ModelOpt FP8; modelopt_fp4: ModelOpt NVFP4 (4-bit E2M1 values, one FP8 scale per 16).
-QuantizationMethod = Literal["mxfp4", "fp8", "awq", "gptq", "modelopt", "modelopt_fp4"]
+QuantizationMethod = Literal["mxfp4", "fp8", "awq", "gptq", "modelopt", "modelopt_fp4", "compressed-tensors"]
 QUANTIZATION_METHODS: tuple[str, ...] = get_args(QuantizationMethod)
+
+# The compressed-tensors schemes vLLM picks per layer (CompressedTensorsConfig._get_scheme_from_parts):
+# wna16 = int4/int8 weights, 16-bit activations; w8a16_fp8 / w8a8_fp8 = FP8 weights with 16-bit / FP8
+# activations; w8a8_int8; w4a16_nvfp4 / w4a4_nvfp4 = NVFP4 weights with 16-bit / NVFP4 activations.
+CompressedTensorsScheme = Literal["wna16", "w8a16_fp8", "w8a8_fp8", "w8a8_int8", "w4a16_nvfp4", "w4a4_nvfp4"]
+SCHEME_BITS: dict[str, float] = {
+    "wna16": 4.25,
+    "w8a16_fp8": 8.0,
+    "w8a8_fp8": 8.0,
+    "w8a8_int8": 8.0,
+    "w4a16_nvfp4": 4.5,
+    "w4a4_nvfp4": 4.5,
+}
 
 
 def from_quantization_config(config: Mapping[str, Any] | None) -> str | None:
@@ -23,3 +36,29 @@ def from_quantization_config(config: Mapping[str, Any] | None) -> str | None:
         algo = str(config.get("quant_algo", "")).upper()
         return "modelopt_fp4" if "NVFP4" in algo else "modelopt" if "FP8" in algo else None
     return method if method in QUANTIZATION_METHODS else None
+
+
+def compressed_tensors_scheme(config: Mapping[str, Any] | None) -> str | None:
+    """The scheme of a compressed-tensors checkpoint's first config group, or None where it is another one.
+
+    Read from `config_groups.<group>.weights` / `input_activations` (type int / float, num_bits)."""
+    groups = (config or {}).get("config_groups")
+    if not isinstance(groups, Mapping) or not groups:
+        return None
+    group = next(iter(groups.values()))
+    if not isinstance(group, Mapping) or not isinstance(group.get("weights"), Mapping):
+        return None
+    weights, inputs = group["weights"], group.get("input_activations")
+    kind, bits = str(weights.get("type", "int")), weights.get("num_bits")
+    in_kind = (
+        None if not isinstance(inputs, Mapping) else (str(inputs.get("type", "int")), inputs.get("num_bits"))
+    )
+    if kind == "float" and bits == 4:
+        return "w4a16_nvfp4" if in_kind is None else "w4a4_nvfp4" if in_kind == ("float", 4) else None
+    if kind == "float" and bits == 8:
+        return "w8a16_fp8" if in_kind is None else "w8a8_fp8" if in_kind == ("float", 8) else None
+    if kind == "int" and bits in (4, 8) and in_kind is None:
+        return "wna16"
+    if kind == "int" and bits == 8 and in_kind == ("int", 8):
+        return "w8a8_int8"
+    return None

@@ -20,6 +20,7 @@ from typing import Any
 
 from speculative_infra.catalog.models import Draft, MemoryOverheads, ModelFacts, version_tuple
 from speculative_infra.human_int import parse_human_int
+from speculative_infra.quantization_methods import SCHEME_BITS
 
 MIB = 2**20
 GIB = 2**30
@@ -44,6 +45,7 @@ QUANTIZED_BITS: dict[str, float] = {
     "gptq": 4.25,
     "modelopt": 8.0,
     "modelopt_fp4": 4.5,
+    "compressed-tensors": 8.0,  # where the scheme is not known; else SCHEME_BITS
 }
 # A draft the facts give no size for is estimated as EAGLE heads are built: decoder layers of the
 # target's width (~16 h^2 parameters each, attention plus a SwiGLU MLP), the fc that fuses three
@@ -61,12 +63,13 @@ def weights_mib(model: ModelFacts, dtype_size: float) -> float:
     if model.weights_gb is not None:
         return model.weights_gb * 1e9 / MIB
     params = model.parameters_billion * 1e9
-    if model.quantization is not None and model.quantized_parameters_billion is not None:
+    if model.quantization is None:
+        return params * dtype_size / MIB
+    bits = SCHEME_BITS.get(model.quantization_scheme or "", QUANTIZED_BITS[model.quantization])
+    if model.quantized_parameters_billion is not None:
         quantized = model.quantized_parameters_billion * 1e9
-        bits = QUANTIZED_BITS[model.quantization]
         return (quantized * bits / 8 + (params - quantized) * dtype_size) / MIB
-    if model.quantization is not None:
-        return params * QUANTIZED_BITS[model.quantization] / 8 / MIB
+    return params * bits / 8 / MIB
     return params * dtype_size / MIB
 
 

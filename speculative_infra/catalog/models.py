@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from speculative_infra.quantization_methods import QuantizationMethod
+from speculative_infra.quantization_methods import CompressedTensorsScheme, QuantizationMethod
 
 Confidence = Literal["verified", "reported", "unverified"]
 
@@ -288,6 +288,7 @@ class ModelFacts(Fact):
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     weights_gb: float | None = Field(default=None, gt=0)  # the checkpoint, where not parameters x dtype
     quantization: QuantizationMethod | None = None  # of the checkpoint's weights
+    quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
     quantized_parameters_billion: float | None = Field(default=None, gt=0)  # e.g. the MoE experts in MXFP4
     sliding_window: int | None = Field(default=None, ge=1)  # tokens a sliding-window layer attends to
     sliding_window_layers: int = Field(default=0, ge=0)
@@ -477,6 +478,10 @@ class DraftingSlotChecks(Sourced):
     checks: list[SchedulerCheck]
 
 
+class SchemeFallbacks(Sourced):
+    fallbacks: dict[str, str]  # scheme -> the scheme vLLM runs below its floor
+
+
 class VllmFacts(Fact):
     min_compute_capability: ValueFact
     fp8_min_compute_capability: ValueFact
@@ -490,6 +495,7 @@ class VllmFacts(Fact):
     multimodal_draft_refusals: MultimodalDraftRefusals
     api_server_batched_tokens_default: BatchedTokensDefault
     drafting_slot_checks: DraftingSlotChecks
+    compressed_tensors_fallbacks: SchemeFallbacks
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

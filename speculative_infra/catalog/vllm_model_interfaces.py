@@ -21,6 +21,7 @@ class ReleaseModelInterfaces(BaseModel):
     eagle3_architectures: frozenset[str] | None
     multimodal_architectures: frozenset[str]
     quantization_min_capability: dict[str, str]  # --quantization method -> its get_min_capability()
+    compressed_tensors_scheme_min_capability: dict[str, str]  # scheme (wna16, w8a8_fp8, ...) -> its floor
 
 
 class VllmModelInterfaces(BaseModel):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from speculative_infra.catalog.models import Draft, ModelFacts
-from speculative_infra.quantization_methods import from_quantization_config
+from speculative_infra.quantization_methods import compressed_tensors_scheme, from_quantization_config
 from speculative_infra.sizing import dtype_bytes
 
 # Config keys holding the number of multi-token-prediction layers: num_nextn_predict_layers (DeepSeek-V3,
@@ -78,6 +78,11 @@ def model_facts_from_config(
     hidden = _required(c, "hidden_size", repo_id)
     dtype = _dtype(c)
     quantization = from_quantization_config(c.get("quantization_config"))
+    scheme = (
+        compressed_tensors_scheme(c.get("quantization_config"))
+        if quantization == "compressed-tensors"
+        else None
+    )
     if parameters is None:
         if weights_bytes is None:
             raise ConfigError(f"{repo_id}: neither the parameter count nor the weights' size is known")
@@ -96,6 +101,7 @@ def model_facts_from_config(
         dtype=dtype,
         weights_gb=None if weights_bytes is None else weights_bytes / 1e9,
         quantization=quantization,
+        quantization_scheme=scheme,
         vocab_size=c.get("vocab_size"),
         mtp_layers=next((int(c[k]) for k in _MTP_KEYS if isinstance(c.get(k), int)), 0),
         gated=gated,

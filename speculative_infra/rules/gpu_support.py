@@ -104,21 +104,25 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     support = load_catalog().vllm.quantization.get(method)
     release = d.vllm_release.vllm_version if d.vllm_release is not None else None
-    floor = _quantization_floor(method, release)
     cc = d.instance.gpu.compute_capability
+    floor, runs_as = _quantization_floor(
+        method, d.model.quantization_scheme if d.model else None, release, cc
+    )
     if floor is not None and version_tuple(cc) < version_tuple(floor):
+        scheme = d.model.quantization_scheme if d.model else None
         lower = [
             v
-            for v, r in load_vllm_model_interfaces().releases.items()
+            for v in load_vllm_model_interfaces().releases
             if release is not None
             and version_tuple(v) > version_tuple(release)
-            and method in r.quantization_min_capability
-            and version_tuple(r.quantization_min_capability[method]) <= version_tuple(cc)
+            and (later := _quantization_floor(method, scheme, v, cc)[0]) is not None
+            and version_tuple(later) <= version_tuple(cc)
         ]
         where = f"vLLM {release}" if release is not None else "vLLM"
         yield Violation(
-            message=f"{d.model_id} is quantized with {method}, which {where} runs on compute capability >= "
-            f"{floor}; the {d.instance.gpu_name} of {d.instance.name} has {cc}",
+            message=f"{d.model_id} is quantized with {_method_label(d)}, which {where} runs on compute capability >= "
+            f"{floor}{f' (as {runs_as}, the weight-only scheme it falls back to)' if runs_as else ''}; the "
+            f"{d.instance.gpu_name} of {d.instance.name} has {cc}",
             fix=(
                 f"use a container with vLLM {lower[0]} or newer (it asks {method} for less), or "
                 if lower
@@ -138,13 +142,29 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
         )
 
 
-def _quantization_floor(method: str, release: str | None) -> str | None:
-    """The method's get_min_capability() in this release (read from its wheel), else the catalog's figure."""
+def _method_label(d: ResolvedDeployment) -> str:
+    scheme = d.model.quantization_scheme if d.model is not None else None
+    method = d.model.quantization if d.model is not None else None
+    return f"{method} ({scheme})" if method == "compressed-tensors" and scheme else str(method)
+
+
+def _quantization_floor(
+    method: str, scheme: str | None, release: str | None, cc: str
+) -> tuple[str | None, str | None]:
+    """The lowest compute capability vLLM runs this checkpoint on in this release (read from its wheel; else the
+    catalog's figure), and the scheme it swaps in below the checkpoint's own where there is one."""
     per_release = load_vllm_model_interfaces().releases.get(release) if release is not None else None
+    if method == "compressed-tensors" and scheme and per_release is not None:
+        floors = per_release.compressed_tensors_scheme_min_capability
+        if scheme in floors:
+            fallback = load_catalog().vllm.compressed_tensors_fallbacks.fallbacks.get(scheme)
+            if fallback in floors and version_tuple(cc) < version_tuple(floors[scheme]):
+                return floors[fallback], fallback
+            return floors[scheme], None
     if per_release is not None and method in per_release.quantization_min_capability:
-        return per_release.quantization_min_capability[method]
+        return per_release.quantization_min_capability[method], None
     support = load_catalog().vllm.quantization.get(method)
-    return support.min_compute_capability if support is not None else None
+    return (support.min_compute_capability if support is not None else None), None
 
 
 @rule(

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from speculative_infra.human_int import parse_human_int
-from speculative_infra.quantization_methods import QuantizationMethod
+from speculative_infra.quantization_methods import CompressedTensorsScheme, QuantizationMethod
 from speculative_infra.spec.instance_type import instance_type_problem
 
 _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
@@ -70,6 +70,7 @@ class ModelSpec(BaseModel):
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
     weights_gb: float | None = Field(default=None, gt=0)
     quantization: QuantizationMethod | None = None
+    quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
     quantized_parameters_billion: float | None = Field(default=None, gt=0)
     vocab_size: int | None = Field(default=None, ge=1)
     sliding_window: int | None = Field(default=None, ge=1)

@@ -203,3 +203,22 @@ def test_config_facts_of_a_model():
     multimodal = {"architectures": ["X"], "text_config": {**GATED_MODEL, "architectures": ["T"]}}
     mm = facts_from_config(multimodal, repo_id="a/b", revision="r", origin="o", parameters=10**9)
     assert mm.model is not None and mm.model.num_hidden_layers == 28
+
+
+def test_config_facts_of_quantized_checkpoints():
+    from speculative_infra.facts import facts_from_config
+
+    ct = {
+        "quant_method": "compressed-tensors",
+        "config_groups": {
+            "group_0": {
+                "weights": {"type": "float", "num_bits": 8},
+                "input_activations": {"type": "float", "num_bits": 8},
+            }
+        },
+    }
+    nvfp4 = {"quant_method": "modelopt", "quant_algo": "NVFP4"}
+    for quant, expected in ((ct, ("compressed-tensors", "w8a8_fp8")), (nvfp4, ("modelopt_fp4", None))):
+        config = {**GATED_MODEL, "quantization_config": quant}
+        m = facts_from_config(config, repo_id="a/b", revision="r", origin="o", weights_bytes=3 * 10**9).model
+        assert m is not None and (m.quantization, m.quantization_scheme) == expected
