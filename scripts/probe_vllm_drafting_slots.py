@@ -27,8 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from scripts.read_vllm_kernels import find_or_download
 from scripts.vllm_release_extractor.constants import DEFAULT_VERSIONS
-from scripts.vllm_release_extractor.records import download_wheel, sha256_file
+from scripts.vllm_release_extractor.records import sha256_file
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_drafting_slots.json"
 FUNCTION = "_set_max_num_scheduled_tokens"
@@ -93,9 +94,7 @@ def run(method: Any, probe: dict[str, int]) -> Any:
 
 
 def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
-    folder = wheels_dir / version
-    existing = sorted(folder.glob(f"vllm-{version}-*.whl")) if folder.exists() else []
-    wheel = existing[0] if existing else download_wheel(version, folder)
+    wheel = find_or_download(version, wheels_dir)
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         source = zf.read("vllm/config/vllm.py").decode() if "vllm/config/vllm.py" in names else ""

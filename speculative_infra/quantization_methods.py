@@ -11,17 +11,22 @@ QuantizationMethod = Literal["mxfp4", "fp8", "awq", "gptq", "modelopt", "modelop
 QUANTIZATION_METHODS: tuple[str, ...] = get_args(QuantizationMethod)
 
 # The compressed-tensors schemes vLLM picks per layer (CompressedTensorsConfig._get_scheme_from_parts):
-# wna16 = int4/int8 weights, 16-bit activations; w8a16_fp8 / w8a8_fp8 = FP8 weights with 16-bit / FP8
+# w4a16 / w8a16 = int4 / int8 weights with 16-bit activations (both vLLM's WNA16 scheme); w8a16_fp8 / w8a8_fp8 = FP8 weights with 16-bit / FP8
 # activations; w8a8_int8; w4a16_nvfp4 / w4a4_nvfp4 = NVFP4 weights with 16-bit / NVFP4 activations.
-CompressedTensorsScheme = Literal["wna16", "w8a16_fp8", "w8a8_fp8", "w8a8_int8", "w4a16_nvfp4", "w4a4_nvfp4"]
+CompressedTensorsScheme = Literal[
+    "w4a16", "w8a16", "w8a16_fp8", "w8a8_fp8", "w8a8_int8", "w4a16_nvfp4", "w4a4_nvfp4"
+]
 SCHEME_BITS: dict[str, float] = {
-    "wna16": 4.25,
+    "w4a16": 4.25,
+    "w8a16": 8.25,
     "w8a16_fp8": 8.0,
     "w8a8_fp8": 8.0,
     "w8a8_int8": 8.0,
     "w4a16_nvfp4": 4.5,
     "w4a4_nvfp4": 4.5,
 }
+# The scheme class vLLM runs each as, by the names the catalog's per-release floors use.
+SCHEME_FLOOR_NAME: dict[str, str] = {"w4a16": "wna16", "w8a16": "wna16"}
 
 
 def from_quantization_config(config: Mapping[str, Any] | None) -> str | None:
@@ -58,7 +63,7 @@ def compressed_tensors_scheme(config: Mapping[str, Any] | None) -> str | None:
     if kind == "float" and bits == 8:
         return "w8a16_fp8" if in_kind is None else "w8a8_fp8" if in_kind == ("float", 8) else None
     if kind == "int" and bits in (4, 8) and in_kind is None:
-        return "wna16"
+        return f"w{bits}a16"
     if kind == "int" and bits == 8 and in_kind == ("int", 8):
         return "w8a8_int8"
     return None

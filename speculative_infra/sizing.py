@@ -35,9 +35,8 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8_e5m2": 1,
 }
 # Bits per parameter of a quantized checkpoint's quantized part: MXFP4 stores 4-bit values with one
-# 8-bit scale per 32 (OCP Microscaling spec v1.0); AWQ/GPTQ int4 with a 16-bit scale and zero per 128.
-# NVFP4: 4-bit values and one 8-bit scale per 16 (4.5 bits); MXFP4 one per 32 (4.25); AWQ / GPTQ at group 128
-# with 16-bit scales and zeros (~4.25).
+# 8-bit scale per 32 (OCP Microscaling spec v1.0); AWQ/GPTQ int4 with a 16-bit scale and zero per 128;
+# NVFP4 4-bit values with one 8-bit scale per 16.
 QUANTIZED_BITS: dict[str, float] = {
     "mxfp4": 4.25,
     "fp8": 8.0,
@@ -65,12 +64,12 @@ def weights_mib(model: ModelFacts, dtype_size: float) -> float:
     params = model.parameters_billion * 1e9
     if model.quantization is None:
         return params * dtype_size / MIB
-    bits = SCHEME_BITS.get(model.quantization_scheme or "", QUANTIZED_BITS[model.quantization])
+    scheme = model.quantization_scheme if model.quantization == "compressed-tensors" else None
+    bits = SCHEME_BITS.get(scheme or "", QUANTIZED_BITS[model.quantization])
     if model.quantized_parameters_billion is not None:
         quantized = model.quantized_parameters_billion * 1e9
         return (quantized * bits / 8 + (params - quantized) * dtype_size) / MIB
     return params * bits / 8 / MIB
-    return params * dtype_size / MIB
 
 
 def estimated_draft_mib(model: ModelFacts, parallel_drafting: bool) -> float:

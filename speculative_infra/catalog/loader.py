@@ -147,6 +147,12 @@ class Catalog(BaseModel):
     def vllm_dlc_versions(self) -> list[str]:
         return sorted((r.version for r in self.vllm_dlc.releases), key=version_tuple)
 
+    def container_vllm_versions(self, framework: str) -> list[str]:
+        """The vLLM releases a container of this framework ships, oldest first: what a fix may suggest."""
+        if framework == "vllm":
+            return self.vllm_dlc_versions()
+        return sorted({r.vllm_version for r in self.lmi.releases}, key=version_tuple)
+
     def lmi_versions(self) -> list[str]:
         return sorted((r.lmi_version for r in self.lmi.releases), key=int)
 

@@ -81,7 +81,14 @@ def engine_for(
     tp = max(1, min(int(engine_args.get("tensor_parallel_size", 1)), instance.gpu_count))
     dense = gpu.dense_tflops
     bf16 = (dense.bf16 if dense is not None else 100.0) * 1e12
-    fp8_weights = model.quantization in ("fp8", "modelopt") or str(engine_args.get("quantization")) in FP8
+    fp8_weights = (
+        model.quantization in ("fp8", "modelopt")
+        or (
+            model.quantization == "compressed-tensors"
+            and model.quantization_scheme in ("w8a8_fp8", "w8a16_fp8")
+        )
+        or str(engine_args.get("quantization")) in FP8
+    )
     flops = (dense.fp8 if dense is not None and dense.fp8 and fp8_weights else bf16 / 1e12) * 1e12
     link = instance.tensor_parallel_link
     weight_bytes = weights_mib(model, dtype_bytes(engine_args.get("dtype"))) * MIB

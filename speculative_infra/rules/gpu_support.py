@@ -8,6 +8,7 @@ from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_kernels import ReleaseKernels, load_vllm_kernels
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
+from speculative_infra.quantization_methods import SCHEME_FLOOR_NAME
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -110,9 +111,10 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
     )
     if floor is not None and version_tuple(cc) < version_tuple(floor):
         scheme = d.model.quantization_scheme if d.model else None
+        framework = d.container.framework if d.container is not None else "vllm"
         lower = [
             v
-            for v in load_vllm_model_interfaces().releases
+            for v in load_catalog().container_vllm_versions(framework)
             if release is not None
             and version_tuple(v) > version_tuple(release)
             and (later := _quantization_floor(method, scheme, v, cc)[0]) is not None
@@ -156,6 +158,7 @@ def _quantization_floor(
     per_release = load_vllm_model_interfaces().releases.get(release) if release is not None else None
     if method == "compressed-tensors" and scheme and per_release is not None:
         floors = per_release.compressed_tensors_scheme_min_capability
+        scheme = SCHEME_FLOOR_NAME.get(scheme, scheme)
         if scheme in floors:
             fallback = load_catalog().vllm.compressed_tensors_fallbacks.fallbacks.get(scheme)
             if fallback in floors and version_tuple(cc) < version_tuple(floors[scheme]):
@@ -188,7 +191,10 @@ def container_has_kernels_for_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
     missing = kernels.missing_for(cc)
     if not missing:
         return
-    runs = [v for v, k in load_vllm_kernels().releases.items() if not k.missing_for(cc)]
+    releases = load_vllm_kernels().releases
+    runs = [
+        v for v in load_catalog().vllm_dlc_versions() if v in releases and not releases[v].missing_for(cc)
+    ]
     later = [v for v in runs if version_tuple(v) > version_tuple(d.container.vllm_version)]
     earlier = [v for v in runs if version_tuple(v) < version_tuple(d.container.vllm_version)]
     choice = f"vLLM {later[0]} or newer" if later else f"vLLM {earlier[-1]} or older" if earlier else None

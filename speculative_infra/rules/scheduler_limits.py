@@ -35,7 +35,7 @@ SETTINGS = (
 
 Settings = Mapping[str, Any]
 _FAILS: dict[str, Callable[[Settings], bool]] = {
-    # An unset max_num_batched_tokens is sized by vLLM from the GPU and these settings: not judged.
+    # None: unset and not known (an LMI engine's own default): the batch-size checks do not apply.
     "batched_tokens_below_model_len": lambda s: (
         s["max_num_batched_tokens"] is not None
         and not s["enable_chunked_prefill"]
@@ -153,9 +153,16 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
     forced_until = load_catalog().vllm.scheduler_checks.chunked_prefill_forced_on_until
     chunked = d.engine.get("enable_chunked_prefill", True) is not False
     values["enable_chunked_prefill"] = chunked or version_tuple(release) <= version_tuple(forced_until)
-    defaulted = values.get("max_num_batched_tokens") is None
-    # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve: left unjudged.
-    if defaulted and d.instance is not None and d.container is not None and d.container.framework == "vllm":
+    defaulted = False
+    # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve, and
+    # performance_mode: throughput scales the default: both left unjudged.
+    if (
+        values.get("max_num_batched_tokens") is None
+        and d.instance is not None
+        and d.container is not None
+        and d.container.framework == "vllm"
+        and d.engine.get("performance_mode") is None
+    ):
         tokens = default_batched_tokens(
             release,
             d.instance.gpu_name,
@@ -164,9 +171,8 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
             max_model_len=values["max_model_len"],
             max_num_seqs=values["max_num_seqs"],
         )
-        values["max_num_batched_tokens"] = tokens * (
-            2 if d.engine.get("performance_mode") == "throughput" else 1
-        )
+        values["max_num_batched_tokens"] = tokens
+        defaulted = True
     return values, defaulted
 
 
@@ -202,7 +208,7 @@ def scheduler_limits(d: ResolvedDeployment) -> Iterator[Violation]:
     check, message = found
     yield Violation(
         message=f"vLLM {release} refuses these engine settings at start-up: {message}"
-        + _batched_tokens_note(d, values, defaulted),
+        + _batched_tokens_note(d, values, defaulted and check.id.startswith("batched_tokens")),
         fix=_fix(check.id, values),
         field=f"engine.{_field(check.id)}",
     )
@@ -237,14 +243,18 @@ def drafting_slots_fit_batch(d: ResolvedDeployment) -> Iterator[Violation]:
     check, message = found
     per_batch = check.id == "drafting_slots_leave_no_tokens"
     needed = slots * values["max_num_seqs"] + 1 if per_batch else slots + 1
+    # The value suggested must also pass SI503: at least max_num_seqs, and max_model_len without chunked prefill.
+    needed = max(
+        needed, values["max_num_seqs"], 0 if values["enable_chunked_prefill"] else values["max_model_len"]
+    )
     counted = f"{slots} draft slot(s) per request" + (
         f" x max_num_seqs {values['max_num_seqs']}" if per_batch else ""
     )
+    fewer = " or speculative.num_speculative_tokens" if d.speculative.get("parallel_drafting") else ""
     yield Violation(
         message=f"vLLM {release} refuses to start: {message} ({counted})"
         + _batched_tokens_note(d, values, defaulted),
-        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower engine.max_num_seqs or "
-        "speculative.num_speculative_tokens",
+        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower engine.max_num_seqs{fewer}",
         field="engine.max_num_batched_tokens",
     )
 

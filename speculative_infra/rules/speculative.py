@@ -97,6 +97,9 @@ def eagle3_target_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
         )
 
 
+TRANSFORMERS_BACKEND = "TransformersForCausalLM"
+
+
 @rule(
     code="SI414",
     name="eagle3-target-interface",
@@ -115,29 +118,32 @@ def eagle3_target_interface(d: ResolvedDeployment) -> Iterator[Violation]:
     ):
         return
     release = d.vllm_release.vllm_version
-    allow = d.vllm_release.speculative.eagle3_target_allowlist
-    if allow is not None and not any(entry in d.model.model_type for entry in allow):
+    if not _eagle3_allows(release, d.model.model_type):
         return  # SI401 refuses it first, at configuration
-    interfaces = load_vllm_model_interfaces().releases.get(release)
+    known = load_vllm_model_interfaces().releases
+    interfaces = known.get(release)
     if interfaces is None or interfaces.eagle3_architectures is None:
         return
-    arch = d.model.architecture
+    # With model_impl: transformers vLLM loads its Transformers backend class, not the architecture's.
+    arch = TRANSFORMERS_BACKEND if d.engine.get("model_impl") == "transformers" else d.model.architecture
     if arch in interfaces.eagle3_architectures:
         return
+    framework = d.container.framework if d.container is not None else "vllm"
     later = [
         v
-        for v, r in load_vllm_model_interfaces().releases.items()
+        for v in load_catalog().container_vllm_versions(framework)
         if version_tuple(v) > version_tuple(release)
-        and r.eagle3_architectures
-        and arch in r.eagle3_architectures
+        and v in known
+        and arch in (known[v].eagle3_architectures or {arch})  # None: that release does not check
     ]
     yield Violation(
-        message=f"vLLM {release}'s {arch} (the class {d.model_id} loads as) does not implement the EAGLE3 "
-        "interface: vLLM stops when the model loads with 'Model does not support EAGLE3 interface' (read from "
-        f"{interfaces.wheel})",
+        message=f"in vLLM {release}, {arch} (the class {d.model_id} loads as) is not among the registered "
+        "architectures that implement the EAGLE3 interface: vLLM stops when the model loads with 'Model does "
+        f"not support EAGLE3 interface' (read from {interfaces.wheel})",
         fix=f"use a container with vLLM {later[0]} or newer, where {arch} implements it"
         if later
-        else "use another speculative method (no vLLM release in the catalog implements EAGLE3 for this class)",
+        else "use another speculative method (no container release in the catalog implements EAGLE3 for this "
+        "class)",
         field="speculative.method",
     )
 

@@ -83,8 +83,8 @@ def _ct(weights: dict[str, Any], inputs: dict[str, Any] | None) -> dict[str, Any
 @pytest.mark.parametrize(
     ("config", "scheme"),
     [
-        (_ct({"type": "int", "num_bits": 4, "group_size": 128}, None), "wna16"),
-        (_ct({"type": "int", "num_bits": 8}, None), "wna16"),
+        (_ct({"type": "int", "num_bits": 4, "group_size": 128}, None), "w4a16"),
+        (_ct({"type": "int", "num_bits": 8}, None), "w8a16"),
         (_ct({"type": "float", "num_bits": 8}, None), "w8a16_fp8"),
         (
             _ct({"type": "float", "num_bits": 8}, {"type": "float", "num_bits": 8, "dynamic": True}),
@@ -131,13 +131,20 @@ def test_fp8_w8a8_falls_back_to_weight_only_below_8_9() -> None:
 
 
 def test_wna16_floor_moved_at_0_12_0() -> None:
-    assert _ct203("0.11.2", "ml.g4dn.xlarge", "wna16") is not None
-    assert _ct203("0.12.0", "ml.g4dn.xlarge", "wna16") is None
+    # Both int widths run as vLLM's CompressedTensorsWNA16: 8.0 up to 0.11.2, 7.5 from 0.12.0.
+    for scheme in ("w4a16", "w8a16"):
+        assert _ct203("0.11.2", "ml.g4dn.xlarge", scheme) is not None
+        assert _ct203("0.12.0", "ml.g4dn.xlarge", scheme) is None
 
 
 def test_scheme_bits_size_the_weights() -> None:
     base = {k: v for k, v in FP8_W8A8.items() if k != "id"} | {"source": "test"}
-    w4 = ModelFacts.model_validate(base | {"quantization_scheme": "wna16"})
+    w4 = ModelFacts.model_validate(base | {"quantization_scheme": "w4a16"})
+    w8 = ModelFacts.model_validate(base | {"quantization_scheme": "w8a16"})
     unknown = ModelFacts.model_validate(base)
     assert weights_mib(w4, 2) == pytest.approx(8.0e9 * 4.25 / 8 / 2**20)
+    assert weights_mib(w8, 2) == pytest.approx(8.0e9 * 8.25 / 8 / 2**20)
+    # A scheme on a checkpoint that is not compressed-tensors does not change its size.
+    fp8 = ModelFacts.model_validate(base | {"quantization": "fp8", "quantization_scheme": "w4a16"})
+    assert weights_mib(fp8, 2) == pytest.approx(8.0e9 / 2**20)
     assert weights_mib(unknown, 2) == pytest.approx(8.0e9 * 8 / 8 / 2**20)

@@ -514,7 +514,9 @@ def test_auto_prefers_the_host_image_aws_recommends_for_the_containers_cuda():
     container = cat.container("vllm", "0.11.0")  # CUDA 12.8
     instance = cat.instance_type("ml.g6e.xlarge")
     assert container is not None and instance is not None
-    assert cat.amis["al2023-ami-sagemaker-inference-gpu-4-1"].offered_on(instance.family)
+    gpu41 = cat.amis["al2023-ami-sagemaker-inference-gpu-4-1"]
+    assert gpu41.offered_on(instance.name) and not gpu41.doubted_for(instance.family)
+    assert not gpu41.offered_on("ml.g5.12xlarge") and gpu41.doubted_for("g5")  # the refusal on record
     assert fitting_host_image(cat, container, instance) == "al2-ami-sagemaker-inference-gpu-3-1"
     blackwell = cat.instance_type("ml.g7e.2xlarge")  # gpu-3-1 (550) cannot drive it: the newest that can
     assert blackwell is not None

@@ -211,7 +211,13 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     # On ml.g5.2xlarge the image is only said to need g6 or newer (DLC dd5eb8e74b); AWS's docs pair them.
     "SI216": (
-        {**G5_QWEN14B, "inference_ami_version": "al2023-ami-sagemaker-inference-gpu-4-1"},
+        {
+            **G5_QWEN14B,
+            "instance_type": "ml.g5.2xlarge",
+            "model": {"id": "Qwen/Qwen3-8B"},
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 8192},
+            "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1",
+        },
         {
             **G5_QWEN14B,
             "instance_type": "ml.g5.2xlarge",

@@ -102,6 +102,7 @@ def test_human_readable_values_are_read_as_vllm_reads_them() -> None:
 
 
 def test_active_seqs_only_from_0_31_0() -> None:
+    # No container ships vLLM >= 0.28 yet, so the check is exercised through the function only.
     engine = {"max_num_active_seqs": 300, "max_num_seqs": 256}
     assert _finding(engine, "0.27.1") is None
     assert scheduler_refusal("0.31.0", {**engine, "max_model_len": 4096, "enable_chunked_prefill": True})
@@ -111,7 +112,7 @@ def test_active_seqs_only_from_0_31_0() -> None:
 
 
 def test_an_unset_batch_size_is_vllm_serves_default() -> None:
-    # vllm serve sizes max_num_batched_tokens at 2048 on a 46 GiB L40S: 4096 sequences do not fit it.
+    # vllm serve sizes max_num_batched_tokens at 2048 on a 46 GiB L40S: 2049 sequences do not fit it.
     l40s = {"instance_type": "ml.g6e.xlarge", "engine": {"tensor_parallel_size": 1, "max_model_len": 8192}}
     spec = deep_merge(REFERENCE_SPEC, {**l40s, "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None})
     at_edge = deep_merge(spec, {"engine": {"max_num_seqs": 2048}})
