@@ -10,7 +10,9 @@ The method is read out of vllm/config/vllm.py (0.17.0 onward; absent before) wit
 alone on a stand-in `self`: a scheduler config with max_num_batched_tokens, max_num_seqs and no
 max_num_scheduled_tokens, and a speculative config whose max_num_new_slots_for_drafting is the probe's
 `slots` (SpeculativeConfig computes it: num_speculative_tokens - 1 with parallel drafting, plus 1 for
-a draft model; 0 otherwise). A stub logger stands in for vLLM's. From 0.33.0 the method compares with
+a draft model; 0 otherwise). A stub logger stands in for vLLM's. The slot count itself is probed too: SpeculativeConfig's
+max_num_new_slots_for_drafting property, with the class's other methods it calls, run on method x
+num_speculative_tokens x parallel_drafting cases ("slots" per release). From 0.33.0 the method compares with
 VllmConfig.num_lookahead_tokens, which the stand-in sets to `slots`; DFlash / DSpark branches are off.
 """
 
@@ -33,6 +35,47 @@ from scripts.vllm_release_extractor.records import sha256_file
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_drafting_slots.json"
 FUNCTION = "_set_max_num_scheduled_tokens"
+
+
+SLOT_CASES = [
+    {"method": method, "num_speculative_tokens": k, "parallel_drafting": parallel}
+    for method in ("eagle3", "draft_model", "ngram", "mtp")
+    for k in (1, 3, 5)
+    for parallel in (False, True)
+]
+
+
+def load_slot_property(source: str) -> Any | None:
+    """SpeculativeConfig.max_num_new_slots_for_drafting with the methods of the class it calls, alone."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
+            methods = [f for f in node.body if isinstance(f, ast.FunctionDef)]
+            if not any(f.name == "max_num_new_slots_for_drafting" for f in methods):
+                return None
+            for f in methods:
+                f.decorator_list = [d for d in f.decorator_list if ast.unparse(d) == "property"]
+            body = [f for f in methods if not f.name.startswith("__")]
+            cls = ast.ClassDef(
+                name="Stand", bases=[], keywords=[], body=body, decorator_list=[], type_params=[]
+            )
+            namespace: dict[str, Any] = {}
+            exec(
+                compile(ast.fix_missing_locations(ast.Module(body=[cls], type_ignores=[])), "<vllm>", "exec"),
+                namespace,
+            )
+            return namespace["Stand"]
+    return None
+
+
+def run_slots(stand: Any, case: dict[str, Any]) -> Any:
+    this = stand.__new__(stand)
+    this.__dict__.update(
+        case, draft_model_config=None, model="draft" if case["method"] == "draft_model" else None
+    )
+    try:
+        return this.max_num_new_slots_for_drafting
+    except Exception as exc:  # a helper the stand-in lacks: recorded, not guessed
+        return {"unrunnable": f"{type(exc).__name__}: {exc}"}
 
 
 class _Logger:
@@ -98,8 +141,13 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         source = zf.read("vllm/config/vllm.py").decode() if "vllm/config/vllm.py" in names else ""
+        spec = "vllm/config/speculative.py"
+        spec_source = zf.read(spec).decode() if spec in names else ""
     method = load_method(source)
     record: dict[str, Any] = {"wheel": wheel.name, "sha256": sha256_file(wheel)}
+    stand = load_slot_property(spec_source)
+    if stand is not None:
+        record["slots"] = [{"inputs": c, "slots": run_slots(stand, c)} for c in SLOT_CASES]
     if method is None:
         record["function"] = None
         return record

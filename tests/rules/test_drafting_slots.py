@@ -52,8 +52,17 @@ def test_verdict_matches_the_release(release: str, inputs: dict[str, int], verdi
         assert found is not None and found[1] == verdict["message"]
 
 
+def test_slots_per_request_match_each_release() -> None:
+    # SpeculativeConfig.max_num_new_slots_for_drafting, run from each wheel (0.17.0 on) on method x k x parallel.
+    compared = 0
+    for release, record in GOLDEN["releases"].items():
+        for case in record.get("slots", []):
+            assert drafting_slots(case["inputs"]) == case["slots"], (release, case)
+            compared += 1
+    assert compared >= 17 * 24
+
+
 def test_slots_per_request() -> None:
-    # SpeculativeConfig.max_num_new_slots_for_drafting: k - 1 with parallel drafting, + 1 for a draft model.
     assert drafting_slots({"method": "eagle3", "num_speculative_tokens": 5}) == 0
     assert drafting_slots({"method": "eagle3", "num_speculative_tokens": 5, "parallel_drafting": True}) == 4
     assert drafting_slots({"method": "draft_model", "num_speculative_tokens": 3}) == 1
