@@ -18,7 +18,6 @@ VllmConfig.num_lookahead_tokens, which the stand-in sets to `slots`; DFlash / DS
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import sys
@@ -29,9 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.read_vllm_kernels import find_or_download
-from scripts.vllm_release_extractor.constants import DEFAULT_VERSIONS
-from scripts.vllm_release_extractor.records import sha256_file
+from scripts.vllm_release_extractor.constants import version_key
+from scripts.vllm_release_extractor.records import find_or_download, sha256_file, wheel_probe_parser
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_drafting_slots.json"
 FUNCTION = "_set_max_num_scheduled_tokens"
@@ -157,19 +155,13 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
-    parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    args = wheel_probe_parser(__doc__, OUT).parse_args()
     table = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"releases": {}}
     for version in args.versions:
         table["releases"][version] = probe_release(version, args.wheels_dir)
         print(version, table["releases"][version]["function"], flush=True)
     table["probed_by"] = "scripts/probe_vllm_drafting_slots.py"
-    table["releases"] = dict(
-        sorted(table["releases"].items(), key=lambda kv: tuple(int(p) for p in kv[0].split(".")))
-    )
+    table["releases"] = dict(sorted(table["releases"].items(), key=lambda kv: version_key(kv[0])))
     args.out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return 0
 

@@ -31,10 +31,8 @@ made without a ``raise`` in the scanned files, and code paths a config flag sele
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
-import hashlib
 import json
 import re
 import sys
@@ -44,7 +42,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.vllm_release_extractor.constants import DEFAULT_VERSIONS, version_key
+from scripts.vllm_release_extractor.constants import version_key
+from scripts.vllm_release_extractor.records import sha256_file, wheel_probe_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = "vllm.model_executor.models"
@@ -358,11 +357,9 @@ def probe(version: str, wheels_dir: Path) -> dict[str, Any]:
         raise SystemExit(f"{version}: no wheel under {wheels_dir / version}")
     path = matches[0]
     wheel = Wheel(path)
-    with path.open("rb") as handle:
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
     return {
         "wheel": path.name,
-        "sha256": digest,
+        "sha256": sha256_file(path),
         **interfaces_of(wheel, registry(wheel)),
         **eagle3_checks(wheel),
         "multimodal_draft_refusals": multimodal_refusals(wheel),
@@ -371,12 +368,7 @@ def probe(version: str, wheels_dir: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
-    parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
-    parser.add_argument("--out", type=Path, default=ROOT / "tests" / "golden" / "vllm_model_interfaces.json")
+    parser = wheel_probe_parser(__doc__, ROOT / "tests" / "golden" / "vllm_model_interfaces.json")
     parser.add_argument("--catalog-out", type=Path, default=CATALOG_OUT)
     parser.add_argument("--project-only", action="store_true", help="rewrite --catalog-out from --out only")
     args = parser.parse_args()

@@ -24,11 +24,9 @@ default tables of arg_utils.py are recorded as text-derived data under "defaults
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import contextlib
-import hashlib
 import itertools
 import json
 import operator
@@ -39,7 +37,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.vllm_release_extractor.constants import DEFAULT_VERSIONS, version_key
+from scripts.vllm_release_extractor.constants import version_key
+from scripts.vllm_release_extractor.records import sha256_file, wheel_probe_parser
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_startup_checks.json"
 MODULES = ("vllm/config/scheduler.py", "vllm/config/__init__.py", "vllm/config.py")
@@ -270,7 +269,7 @@ def probe_release(wheel: Path) -> dict[str, Any]:
         fields, classvars, initvars, constraints = class_body(cls, consts)
         release: dict[str, Any] = {
             "wheel": wheel.name,
-            "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+            "sha256": sha256_file(wheel),
             "function": f"{module}:SchedulerConfig.{verifier}",
             "executed": sorted(functions),
             "field_constraints": constraints,
@@ -301,13 +300,7 @@ def probe_release(wheel: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
-    parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    args = wheel_probe_parser(__doc__, OUT).parse_args()
     table = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"releases": {}}
     for version in args.versions:
         wheels = sorted((args.wheels_dir / version).glob(f"vllm-{version}-*.whl"))

@@ -21,7 +21,6 @@ needs of the host driver.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import struct
@@ -32,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.vllm_release_extractor.constants import DEFAULT_VERSIONS
-from scripts.vllm_release_extractor.records import download_wheel, sha256_file
+from scripts.vllm_release_extractor.constants import version_key
+from scripts.vllm_release_extractor.records import find_or_download, sha256_file, wheel_probe_parser
 
 OUT = Path(__file__).resolve().parent.parent / "speculative_infra" / "catalog" / "data" / "vllm_kernels.json"
 CORE_MODULE = re.compile(r"^vllm/_C(_stable_libtorch)?\.abi3\.so$")
@@ -104,18 +103,8 @@ def read_wheel(wheel: Path) -> dict[str, Any]:
     return {"wheel": wheel.name, "sha256": sha256_file(wheel), "core_modules": modules}
 
 
-def find_or_download(version: str, wheels_dir: Path) -> Path:
-    folder = wheels_dir / version
-    existing = sorted(folder.glob(f"vllm-{version}-*.whl")) if folder.exists() else []
-    return existing[0] if existing else download_wheel(version, folder)
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
-    parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    args = wheel_probe_parser(__doc__, OUT).parse_args()
     data = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
     releases = data.get("releases", {})
     for version in args.versions:
@@ -126,7 +115,7 @@ def main() -> int:
         "read_by": "scripts/read_vllm_kernels.py",
         "source": "the PyPI wheel of each vLLM release (its core extension modules' .nv_fatbin sections)",
         "confidence": "verified",
-        "releases": dict(sorted(releases.items(), key=lambda kv: tuple(int(p) for p in kv[0].split(".")))),
+        "releases": dict(sorted(releases.items(), key=lambda kv: version_key(kv[0]))),
     }
     args.out.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

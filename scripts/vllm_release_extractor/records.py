@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .constants import EXTRACTED_BY
+from .constants import DEFAULT_VERSIONS, EXTRACTED_BY
 from .extractor import Extractor
 from .release import extract_serve_flags, extract_speculative
 from .source_tree import SourceTree
@@ -68,6 +69,24 @@ def download_wheel(version: str, dest: Path) -> Path:
     if not wheels:
         raise RuntimeError(f"pip download produced no wheel for vllm=={version} in {dest}")
     return wheels[0]
+
+
+def find_or_download(version: str, wheels_dir: Path) -> Path:
+    """The release's wheel under wheels_dir/<version>/, downloaded there first if it is missing."""
+    folder = wheels_dir / version
+    existing = sorted(folder.glob(f"vllm-{version}-*.whl")) if folder.exists() else []
+    return existing[0] if existing else download_wheel(version, folder)
+
+
+def wheel_probe_parser(description: str, out: Path) -> argparse.ArgumentParser:
+    """The options every wheel reader and probe under scripts/ takes: --versions, --wheels-dir, --out."""
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--versions", nargs="+", default=list(DEFAULT_VERSIONS))
+    parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
 
 
 def process_version(

@@ -22,6 +22,14 @@ def _host_images(d: ResolvedDeployment) -> dict[str, Ami]:
     return cat.batch_amis if d.spec.serving == "batch" else cat.amis
 
 
+def _named_host_image(d: ResolvedDeployment) -> tuple[str, Ami] | None:
+    """The host image the spec names and its catalog entry, on a known instance type; None otherwise."""
+    if d.host is None or d.host.inference_ami_version is None or d.instance is None:
+        return None
+    ami = _host_images(d).get(d.host.inference_ami_version)
+    return None if ami is None else (d.host.inference_ami_version, ami)
+
+
 @rule(
     code="SI210",
     name="host-driver-fits-cuda",
@@ -156,13 +164,14 @@ def host_image_known(d: ResolvedDeployment) -> Iterator[Violation]:
     "combination') when the endpoint is created. Only refusals on record count here.",
 )
 def host_image_offered_on_instance(d: ResolvedDeployment) -> Iterator[Violation]:
-    if d.host is None or d.host.inference_ami_version is None or d.instance is None:
+    named = _named_host_image(d)
+    if named is None or d.instance is None:
         return
-    ami = _host_images(d).get(d.host.inference_ami_version)
-    if ami is None or ami.refused_on is None or ami.offered_on(d.instance.name):
+    name, ami = named
+    if ami.refused_on is None or ami.offered_on(d.instance.name):
         return
     yield Violation(
-        message=f"SageMaker refused host image {d.host.inference_ami_version} on {d.instance.name} "
+        message=f"SageMaker refused host image {name} on {d.instance.name} "
         f"({d.instance.gpu_name}) when the endpoint was created (source: {ami.refused_on.source})",
         fix=_host_fix(d),
         field="inference_ami_version",
@@ -178,15 +187,16 @@ def host_image_offered_on_instance(d: ResolvedDeployment) -> Iterator[Violation]
     "ran them there; until a refusal is on record the check warns and names both sides.",
 )
 def host_image_doubted_on_family(d: ResolvedDeployment) -> Iterator[Violation]:
-    if d.host is None or d.host.inference_ami_version is None or d.instance is None:
+    named = _named_host_image(d)
+    if named is None or d.instance is None:
         return
-    ami = _host_images(d).get(d.host.inference_ami_version)
-    if ami is None or ami.doubted_on is None or not ami.doubted_for(d.instance.family):
+    name, ami = named
+    if ami.doubted_on is None or not ami.doubted_for(d.instance.family):
         return
     if not ami.offered_on(d.instance.name):
         return  # SI215 reports the refusal itself
     yield Violation(
-        message=f"host image {d.host.inference_ami_version} on {d.instance.family} instances is in doubt: "
+        message=f"host image {name} on {d.instance.family} instances is in doubt: "
         f"{ami.doubted_on.source}; against that, {ami.doubted_on.against}. If SageMaker refuses it, "
         "endpoint creation fails with 'Invalid combination'",
         fix=_host_fix(d),
