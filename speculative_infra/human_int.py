@@ -4,6 +4,7 @@ the memory model and rule SI502."""
 
 from __future__ import annotations
 
+import math
 import re
 
 _HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
@@ -24,7 +25,10 @@ def parse_human_int(value: str, *, tera: bool = True) -> int | None:
         if suffix in "tT" and not tera:
             return None
         if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
+            scaled = float(number) * _DECIMAL[suffix]
+            # vLLM's int() of an overflowing float raises OverflowError, which argparse does not catch
+            # as a bad value: the server does not start, as for any value it refuses.
+            return int(scaled) if math.isfinite(scaled) else None
         return None if "." in number else int(number) * _BINARY[suffix]
     try:
         return int(text)

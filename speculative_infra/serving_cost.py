@@ -25,6 +25,15 @@ START_UP_MINUTES = (
 )
 SCALE_IN_TAIL_MINUTES = 15.0  # target tracking scales in after 15 minutes under target
 HOURS_PER_DAY = 24
+# Bounds that keep the day's arithmetic finite and mean something: a quadrillion tokens a day is ~10^10
+# tokens/s, far past any fleet; one instance past 10^7 tokens/s or under one token in 1,000 s is a typo;
+# a wake from zero takes START_UP_MINUTES + SCALE_IN_TAIL_MINUTES, so a day holds at most 57 of them; a
+# transform job a minute is the most a day of batch jobs can mean.
+MAX_DAILY_OUTPUT_TOKENS = 1e15
+THROUGHPUT_RANGE = (1e-3, 1e7)
+MAX_WAKES_PER_DAY = int(HOURS_PER_DAY * 60 // (START_UP_MINUTES + SCALE_IN_TAIL_MINUTES))
+MAX_JOBS_PER_DAY = HOURS_PER_DAY * 60
+MAX_MIN_INSTANCES = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -36,13 +45,23 @@ class ServingWorkload:
     batch_jobs_per_day: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("daily_output_tokens", "output_tokens_per_second"):
+        for name, low, high in (
+            ("daily_output_tokens", 0.0, MAX_DAILY_OUTPUT_TOKENS),
+            ("output_tokens_per_second", *THROUGHPUT_RANGE),
+        ):
             value = getattr(self, name)
-            if not (value > 0 and math.isfinite(value)):
-                raise ValueError(f"{name} is {value}; allowed: a finite number > 0")
-        for name in ("real_time_min_instances", "async_wakes_per_day", "batch_jobs_per_day"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} is {getattr(self, name)}; allowed: 1 or more")
+            above_low = value > low if low == 0 else value >= low
+            if not (math.isfinite(value) and above_low and value <= high):
+                allowed = f"a number > 0 and <= {high:g}" if low == 0 else f"{low:g} to {high:g}"
+                raise ValueError(f"{name} is {value}; allowed: {allowed}")
+        for name, high in (
+            ("real_time_min_instances", MAX_MIN_INSTANCES),
+            ("async_wakes_per_day", MAX_WAKES_PER_DAY),
+            ("batch_jobs_per_day", MAX_JOBS_PER_DAY),
+        ):
+            value = getattr(self, name)
+            if not 1 <= value <= high:
+                raise ValueError(f"{name} is {value}; allowed: 1 to {high}")
 
     @property
     def busy_hours(self) -> float:

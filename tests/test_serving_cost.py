@@ -127,8 +127,13 @@ def test_check_cli_prints_the_comparison(run_cli):
         (["--daily-tokens", "5e7"], "needs one of --throughput or --benchmark-results"),
         (["--throughput", "900"], "need --daily-tokens"),
         (["--daily-tokens", "-1", "--throughput", "900"], "daily_output_tokens is -1"),
-        (["--daily-tokens", "inf", "--throughput", "900"], "allowed: a finite number > 0"),
-        (["--daily-tokens", "5e7", "--benchmark-results", "/nonexistent.json"], "cannot read it as JSON"),
+        (["--daily-tokens", "inf", "--throughput", "900"], "allowed: a number > 0 and <= 1e+15"),
+        (["--daily-tokens", "1e300", "--throughput", "1e-300"], "allowed: a number > 0 and <= 1e+15"),
+        (["--daily-tokens", "5e7", "--throughput", "1e-300"], "output_tokens_per_second is 1e-300; allowed"),
+        (["--daily-tokens", "5e7", "--throughput", "nan"], "output_tokens_per_second is nan; allowed"),
+        (["--daily-tokens", "5e7", "--throughput", "900", "--wakes-per-day", "10" * 12], "allowed: 1 to 57"),
+        (["--daily-tokens", "5e7", "--throughput", "900", "--jobs-per-day", "1441"], "allowed: 1 to 1440"),
+        (["--daily-tokens", "5e7", "--benchmark-results", "/nonexistent.json"], "cannot read the results file: No such file or directory"),
     ],
 )
 def test_check_cli_refuses_bad_cost_flags(run_cli, args, message):

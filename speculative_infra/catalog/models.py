@@ -16,7 +16,9 @@ Confidence = Literal["verified", "reported", "unverified"]
 
 
 class Fact(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # No NaN or infinity in any fact: a catalog typo or a hand-edited cdk.context.json must not reach the
+    # memory model, whose comparisons NaN would pass silently.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Sourced(Fact):

@@ -13,6 +13,7 @@ from speculative_infra.check import CheckResult, check
 from speculative_infra.cli.tables import render_table
 from speculative_infra.cost import estimate_cost
 from speculative_infra.facts import CONTEXT_FILE, ContextFileError, facts_from_context, read_context_file
+from speculative_infra.safe_files import MAX_RESULTS_BYTES, InputFileError, read_json
 from speculative_infra.serving_cost import ServingWorkload, compare_serving_costs, throughput_from_results
 from speculative_infra.spec import SpecError, load_spec
 
@@ -102,11 +103,9 @@ def _serving_costs(args: argparse.Namespace, result: CheckResult) -> dict[str, A
         throughput, source = args.throughput, "--throughput"
     else:
         try:
-            results = json.loads(args.benchmark_results.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise ValueError(
-                f"--benchmark-results {args.benchmark_results}: cannot read it as JSON ({err})"
-            ) from None
+            results = read_json(args.benchmark_results, max_bytes=MAX_RESULTS_BYTES, what="results file")
+        except InputFileError as err:
+            raise ValueError(f"--benchmark-results {err}") from None
         try:
             throughput = throughput_from_results(results)
         except ValueError as err:

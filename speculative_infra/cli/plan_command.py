@@ -30,6 +30,7 @@ from speculative_infra.planner.workload import (
     positive_float,
     positive_int,
 )
+from speculative_infra.safe_files import InputFileError, write_text
 from speculative_infra.spec import SpecError, load_spec
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INVALID = 0, 1, 2
@@ -273,7 +274,10 @@ def run_recommend(args: argparse.Namespace) -> int:
     if args.write_spec is not None:
         import yaml
 
-        args.write_spec.write_text(yaml.safe_dump(top[0].spec, sort_keys=False), encoding="utf-8")
+        try:
+            write_text(args.write_spec, yaml.safe_dump(top[0].spec, sort_keys=False), what="spec")
+        except InputFileError as err:
+            return _fail(str(err))
     if args.format == "json":
         out = [
             {"spec": c.spec, "prediction": c.prediction, "meets_slo": c.meets_slo, "misses": c.misses}
@@ -339,16 +343,24 @@ def run_calibrate(args: argparse.Namespace) -> int:
             continue
         plan = predict(d, workload, concurrency=[level.concurrency])
         predicted = plan.levels[0].output_tokens_per_s
-        if predicted:
+        if predicted and math.isfinite(level.output_throughput) and level.output_throughput > 0:
             ratios.append(level.output_throughput / predicted)
     if not ratios:
         return _fail(f"{args.results} has no completed closed-loop level to compare with")
     factor = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    if not 0.05 <= factor <= 20:  # what read_factors accepts: a wider gap is a wrong spec, not a factor
+        return _fail(
+            f"measured / predicted output tokens/s is {factor:.3g}; allowed: 0.05 to 20. Check that --spec is "
+            f"the deployment {args.results} measured"
+        )
     spec_model = (d.speculative or {}).get("model")
     key = factor_key(
         d.instance.gpu_name, f"{d.container.framework} {d.container.version}", d.model_id, spec_model
     )
-    write_factor(args.context, MeasuredFactor(key, factor, len(ratios), str(args.results)))
+    try:
+        write_factor(args.context, MeasuredFactor(key, factor, len(ratios), str(args.results)))
+    except ValueError as err:  # ContextFileError, InputFileError: an unreadable or unwritable context file
+        return _fail(str(err))
     print(
         f"measured / predicted output tokens/s over {len(ratios)} level(s): {factor:.3f}; stored under "
         f"{key!r} in {args.context}; later predictions for this deployment use it and say so",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from speculative_infra.facts.hub_config import FetchedFacts
+from speculative_infra.safe_files import MAX_CONTEXT_BYTES, InputFileError, read_json, write_text
 
 CONTEXT_PREFIX = "speculative-infra:hf-facts:"
 CONTEXT_FILE = "cdk.context.json"
@@ -25,12 +27,12 @@ def context_key(repo_id: str) -> str:
 
 def read_context_file(path: Path) -> dict[str, Any]:
     """The file's keys; an absent file is an empty context."""
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ContextFileError(f"{path}: not a readable JSON file ({err})") from None
+        data = read_json(path, max_bytes=MAX_CONTEXT_BYTES, what="context file")
+    except InputFileError as err:
+        raise ContextFileError(str(err)) from None
     if not isinstance(data, dict):
         raise ContextFileError(f"{path}: expected a JSON object")
     return data
@@ -58,5 +60,8 @@ def write_facts(path: Path, facts: FetchedFacts) -> str:
     context = read_context_file(path)
     key = context_key(facts.repo_id)
     context[key] = facts.model_dump(mode="json", exclude_none=True)
-    path.write_text(json.dumps(context, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    try:
+        write_text(path, json.dumps(context, indent=2, sort_keys=True) + "\n", what="context file")
+    except InputFileError as err:
+        raise ContextFileError(str(err)) from None
     return key

@@ -14,7 +14,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from speculative_infra.catalog.models import AcceptanceFigure
+from speculative_infra.facts.context_file import read_context_file
 from speculative_infra.planner.performance import Efficiency
+from speculative_infra.safe_files import write_text
 
 CONTEXT_KEY = "speculative-infra:planner-calibration"
 
@@ -117,18 +119,23 @@ def read_factors(context: dict[str, Any]) -> dict[str, MeasuredFactor]:
         factor = float(value["factor"])
         if not 0.05 <= factor <= 20:
             raise ValueError(f"context key {CONTEXT_KEY!r}: factor {factor} of {key!r} is outside 0.05-20")
-        out[key] = MeasuredFactor(key, factor, int(value.get("levels", 0)), str(value.get("source", "")))
+        levels = value.get("levels", 0)
+        if isinstance(levels, bool) or not isinstance(levels, int) or not 0 <= levels <= 1_000_000:
+            raise ValueError(
+                f"context key {CONTEXT_KEY!r}: levels {levels!r} of {key!r} is not a count 0-1000000"
+            )
+        out[key] = MeasuredFactor(key, factor, levels, str(value.get("source", "")))
     return out
 
 
 def write_factor(path: Path, factor: MeasuredFactor) -> None:
-    context: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    if not isinstance(context, dict):
-        raise ValueError(f"{path} does not hold a JSON object")
+    context = read_context_file(path)  # bounded, a regular file: ContextFileError (a ValueError) otherwise
     entries = context.setdefault(CONTEXT_KEY, {})
+    if not isinstance(entries, dict):
+        raise ValueError(f"{path}: context key {CONTEXT_KEY!r} does not hold an object")
     entries[factor.key] = {
         "factor": round(factor.factor, 4),
         "levels": factor.levels,
         "source": factor.source,
     }
-    path.write_text(json.dumps(context, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(context, indent=2, sort_keys=True) + "\n", what="context file")

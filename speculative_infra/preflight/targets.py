@@ -8,12 +8,12 @@ needs add up.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speculative_infra.safe_files import MAX_TEMPLATE_BYTES, InputFileError, read_json
 from speculative_infra.spec import DeploymentSpec
 
 # Environment variables the containers read their Hugging Face model id from (vLLM DLC, LMI).
@@ -120,23 +120,39 @@ def merge_by_region(targets: list[Target]) -> list[Target]:
 
 def assembly_targets(folder: Path, default_region: str | None = None) -> list[Target]:
     """One target per region of the app's stacks (a stack without a region: region None)."""
+    if not folder.is_dir():
+        raise AssemblyError(f"{folder}: not a cloud assembly (not a directory; give the cdk.out folder)")
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise AssemblyError(f"{folder}: not a cloud assembly (manifest.json: {err})") from None
+        manifest = read_json(folder / "manifest.json", max_bytes=MAX_TEMPLATE_BYTES, what="manifest.json")
+    except InputFileError as err:
+        raise AssemblyError(f"{folder}: not a cloud assembly ({err})") from None
+    artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
+    if not isinstance(artifacts, dict):
+        raise AssemblyError(f"{folder}/manifest.json: no 'artifacts' object; not a cloud assembly's manifest")
     targets = []
-    for name, artifact in (manifest.get("artifacts") or {}).items():
-        if artifact.get("type") != "aws:cloudformation:stack":
+    for name, artifact in artifacts.items():
+        if not isinstance(artifact, dict) or artifact.get("type") != "aws:cloudformation:stack":
             continue
         region = str(artifact.get("environment", "")).rsplit("/", 1)[-1]
-        template_file = folder / (artifact.get("properties") or {}).get(
-            "templateFile", f"{name}.template.json"
-        )
+        properties = artifact.get("properties") if isinstance(artifact.get("properties"), dict) else {}
+        template_name = properties.get("templateFile", f"{name}.template.json")
+        template_file = folder / str(template_name)
+        # The manifest names files inside the assembly; a path that leaves it is not CDK's.
+        if not template_file.resolve().is_relative_to(folder.resolve()):
+            raise AssemblyError(
+                f"{folder}/manifest.json: templateFile {template_name!r} is outside the assembly"
+            )
         try:
-            template = json.loads(template_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise AssemblyError(f"{template_file}: cannot read the stack's template ({err})") from None
-        instances, models, s3_uris = _stack_needs(template)
+            template = read_json(template_file, max_bytes=MAX_TEMPLATE_BYTES, what="stack template")
+        except InputFileError as err:
+            raise AssemblyError(f"cannot read the stack's template ({err})") from None
+        try:
+            instances, models, s3_uris = _stack_needs(template)
+        except (AttributeError, TypeError, ValueError):  # a value of the wrong JSON type somewhere
+            raise AssemblyError(
+                f"{template_file}: not shaped as a CloudFormation template (Resources, Properties and "
+                "their values must be objects, lists and strings as CloudFormation writes them)"
+            ) from None
         known = None if region in ("", "unknown-region") else region
         targets.append(Target(known or default_region, instances, models, s3_uris, [name]))
     return merge_by_region(targets)

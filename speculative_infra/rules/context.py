@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from speculative_infra.model_consistency import model_facts_problems
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -54,3 +55,26 @@ def model_facts_known(d: ResolvedDeployment) -> Iterator[Violation]:
         f"cdk.context.json), or add under model: {required}",
         field="model",
     )
+
+
+@rule(
+    code="SI331",
+    name="model-facts-consistent",
+    severity=Severity.ERROR,
+    title="The model's facts agree with each other",
+    rationale="Every real checkpoint has KV heads that divide its attention heads, no more sliding-window "
+    "layers than layers, no more active or quantized parameters than parameters and no more experts per "
+    "token than experts. vLLM assumes these without checking, so facts that break one (a typo in the spec, "
+    "a catalog override, a hand-edited cdk.context.json) would size memory and parallelism for a model that "
+    "cannot exist.",
+)
+def model_facts_consistent(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.model is None:
+        return
+    for field, reason in model_facts_problems(d.model.model_dump(exclude_none=True)):
+        yield Violation(
+            message=f"model {d.model_id!r}: {field} {reason} (facts from {d.model.source})",
+            fix=f"correct model.{field} in the spec, or fetch the model's own facts with "
+            f"`speculative-infra facts fetch {d.model_id}`",
+            field=f"model.{field}",
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -115,9 +116,11 @@ def _value_problem(flag: VllmFlag, value: Any, *, tera: bool = True) -> str | No
         if isinstance(value, bool):
             return "a number"
         try:
-            float(value)
+            number = float(value)
         except (TypeError, ValueError):
             return "a number"
+        if not math.isfinite(number):  # vLLM's float() reads "nan" and "inf"; no setting means either
+            return "a finite number"
     return None
 
 

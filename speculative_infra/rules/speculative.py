@@ -243,7 +243,7 @@ def speculative_keys_known(d: ResolvedDeployment) -> Iterator[Violation]:
     code="SI404",
     name="num-speculative-tokens",
     severity=Severity.ERROR,
-    title="num_speculative_tokens is set and >= 1",
+    title="num_speculative_tokens is set, >= 1 and below max_model_len",
     rationale="vLLM needs a positive number of tokens to draft for draft-model methods.",
 )
 def num_speculative_tokens(d: ResolvedDeployment) -> Iterator[Violation]:
@@ -261,6 +261,14 @@ def num_speculative_tokens(d: ResolvedDeployment) -> Iterator[Violation]:
         yield Violation(
             message=f"speculative.num_speculative_tokens is {n!r}; allowed: an integer >= 1",
             fix="set speculative.num_speculative_tokens to 1 or more (3 to 5 is typical for EAGLE3)",
+            field="speculative.num_speculative_tokens",
+        )
+    elif isinstance(d.engine.get("max_model_len"), int) and n >= d.engine["max_model_len"]:
+        # Each step verifies n + 1 tokens of one sequence, which holds at most max_model_len.
+        yield Violation(
+            message=f"speculative.num_speculative_tokens is {n}; allowed: fewer than max_model_len "
+            f"({d.engine['max_model_len']}), as each step verifies that many tokens plus one of a sequence",
+            fix="set speculative.num_speculative_tokens to a few tokens (3 to 5 is typical for EAGLE3)",
             field="speculative.num_speculative_tokens",
         )
 

@@ -11,10 +11,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from speculative_infra.spec.models import DeploymentSpec
-
-# A spec is a page of YAML; a file this large is a mistake (a model file, a log), not a spec.
-MAX_SPEC_BYTES = 1024 * 1024
+from speculative_infra.safe_files import MAX_SPEC_BYTES, InputFileError, read_text
+from speculative_infra.spec.bounded_yaml import BoundedYamlError, load_bounded_yaml
+from speculative_infra.spec.models import API_INT_MAX, DeploymentSpec
 
 
 class SpecError(ValueError):
@@ -59,6 +58,25 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
     return model
 
 
+# Errors whose message already names the value (the spec's own validators).
+_NAMES_ITS_VALUE = frozenset(
+    {
+        "missing",
+        "instance_type_name",
+        "model_facts",
+        "free_value",
+        "schedule_capacity",
+        "time_zone",
+        "repo_id",
+    }
+)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
+
+
 def _reason(e: Any) -> str:
     loc = tuple(e["loc"])
     if e["type"] == "extra_forbidden":
@@ -66,8 +84,10 @@ def _reason(e: Any) -> str:
         close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields) if model else [], n=1)
         return f"unknown field; did you mean {close[0]!r}?" if close else "unknown field"
     reason = str(e["msg"])
-    if "input" in e and e["type"] not in ("missing", "instance_type_name"):  # the latter names its value
-        reason = f"{reason} (got {e['input']!r})"
+    if e["type"] == "less_than_equal" and (e.get("ctx") or {}).get("le") == API_INT_MAX:
+        reason += " (the largest count an AWS API takes: a 32-bit integer)"
+    if "input" in e and e["type"] not in _NAMES_ITS_VALUE:
+        reason = f"{reason} (got {_shown(e['input'])})"
     if e["type"] == "string_type" and isinstance(e.get("input"), float) and str(loc[-1]).endswith("version"):
         # YAML reads `version: 0.16` as the number 0.16 (and 0.10 as 0.1): a version must be quoted.
         reason += '; quote it in YAML, e.g. version: "0.16.0"'
@@ -87,42 +107,21 @@ def parse_spec(data: DeploymentSpec | Mapping[str, Any], source: str = "spec") -
 
 
 def load_spec(path: str | Path) -> DeploymentSpec:
-    """Load a YAML spec file. Raises SpecError (never a bare YAML or pydantic error)."""
+    """Load a YAML spec file. Raises SpecError (never a bare YAML, pydantic or OS error)."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise SpecError(
-                [
-                    (
-                        "",
-                        f"the file is {size} bytes; allowed: a spec of at most {MAX_SPEC_BYTES} bytes (1 MiB)",
-                    )
-                ],
-                str(p),
-            )
-        raw = p.read_bytes()
-    except OSError as err:
-        raise SpecError([("", f"cannot read file: {err.strerror or err}")], str(p)) from None
+        text = read_text(p, max_bytes=MAX_SPEC_BYTES, what="spec")
+    except InputFileError as err:
+        raise SpecError([("", err.problem)], str(p)) from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SpecError(
-            [
-                (
-                    "",
-                    f"not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); save the spec as UTF-8",
-                )
-            ],
-            str(p),
-        ) from None
-    try:
-        data = yaml.safe_load(text)
+        data = load_bounded_yaml(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err)
         raise SpecError([("", f"YAML syntax error at {where}{problem}")], str(p)) from None
+    except BoundedYamlError as err:
+        raise SpecError([("", f"{err}; a spec is a page of plain YAML")], str(p)) from None
     if data is None:
         raise SpecError([("", "the file is empty")], str(p))
     return parse_spec(data, str(p))

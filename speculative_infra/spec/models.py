@@ -8,16 +8,72 @@ unknown keys.
 
 from __future__ import annotations
 
+import math
+import zoneinfo
+from functools import cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from speculative_infra.human_int import parse_human_int
+from speculative_infra.model_consistency import model_facts_problems
 from speculative_infra.quantization_methods import CompressedTensorsScheme, QuantizationMethod
 from speculative_infra.spec.instance_type import instance_type_problem
+from speculative_infra.spec.repo_id import repo_id_problem
 
 _REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
+
+# The largest count an AWS API takes: its "Integer" is a 32-bit signed integer (Smithy's `integer`,
+# https://smithy.io/2.0/spec/simple-types.html). CloudFormation refuses a larger InitialInstanceCount,
+# MinCapacity or cooldown; vLLM keeps its token and sequence counts in int32 tensors.
+API_INT_MAX = 2**31 - 1
+# Application Auto Scaling takes a target between -2^360 and 2^360 (TargetTrackingScalingPolicyConfiguration,
+# https://docs.aws.amazon.com/autoscaling/application/APIReference/API_TargetTrackingScalingPolicyConfiguration.html).
+AAS_TARGET_MAX = 2.0**360
+# Far above any published checkpoint (the largest open ones hold ~2,000 billion parameters); a bound so
+# that sizes stay finite through the memory model's arithmetic.
+MAX_PARAMETERS_BILLION = 100_000.0
+MAX_WEIGHTS_GB = 1_000_000.0
+# Below a thousand parameters (a kilobyte of weights) there is no model, only a typo of units.
+MIN_PARAMETERS_BILLION = 1e-6
+MIN_WEIGHTS_GB = 1e-6
+# Free-form keys (engine extras, speculative extras) may hold numbers of any flag; vLLM reads them as
+# Python ints and floats, and the container gets them as text. Longer integers are not settings.
+_MAX_FREE_INT = 2**63 - 1
+_MODEL_CONFIG = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+_OPEN_MODEL_CONFIG = ConfigDict(frozen=True, extra="allow", allow_inf_nan=False)
+
+
+def _free_value_problem(value: Any, depth: int = 0) -> str | None:
+    """Why a value under a free-form key cannot be a setting: NaN, infinity, a 64-bit overflow, deep nesting."""
+    if depth > 16:
+        return "nested more than 16 levels deep"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_FREE_INT:
+        return f"an integer of {len(str(abs(value)))} digits; allowed: within a 64-bit integer"
+    children = (
+        value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    )
+    for child in children:
+        problem = _free_value_problem(child, depth + 1)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _check_free_keys(model: BaseModel) -> None:
+    for key, value in (model.model_extra or {}).items():
+        problem = _free_value_problem(value)
+        if problem is not None:
+            raise PydanticCustomError("free_value", "{key}: {problem}", {"key": key, "problem": problem})
+
+
+@cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
 
 # inference_ami_version values that are not host image names. One default for every entry point
 # (spec, CLI, construct props, from_spec): AUTO_HOST.
@@ -33,7 +89,7 @@ def _as_version_string(value: Any) -> Any:
 
 
 class ContainerSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _MODEL_CONFIG
 
     framework: Literal["vllm", "lmi"] = Field(
         description="vllm: the SageMaker vLLM DLC; lmi: DJL LMI (vLLM async)."
@@ -50,7 +106,7 @@ class ContainerSpec(BaseModel):
 class ModelSpec(BaseModel):
     """A Hugging Face model id; catalog models need nothing else, other models describe themselves."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _MODEL_CONFIG
 
     id: str = Field(min_length=1, description="Hugging Face model id, e.g. Qwen/Qwen3-32B.")
     weights: Literal["hub", "s3"] = Field(
@@ -60,23 +116,41 @@ class ModelSpec(BaseModel):
     )
     architecture: str | None = None
     model_type: str | None = None
-    parameters_billion: float | None = Field(default=None, gt=0)
-    num_hidden_layers: int | None = Field(default=None, ge=1)
-    num_attention_heads: int | None = Field(default=None, ge=1)
-    num_key_value_heads: int | None = Field(default=None, ge=1)
-    head_dim: int | None = Field(default=None, ge=1)
-    hidden_size: int | None = Field(default=None, ge=1)
-    max_position_embeddings: int | None = Field(default=None, ge=1)
+    parameters_billion: float | None = Field(
+        default=None, ge=MIN_PARAMETERS_BILLION, le=MAX_PARAMETERS_BILLION
+    )
+    num_hidden_layers: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    num_attention_heads: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    num_key_value_heads: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    head_dim: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    hidden_size: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    max_position_embeddings: int | None = Field(default=None, ge=1, le=API_INT_MAX)
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
-    weights_gb: float | None = Field(default=None, gt=0)
+    weights_gb: float | None = Field(default=None, ge=MIN_WEIGHTS_GB, le=MAX_WEIGHTS_GB)
     quantization: QuantizationMethod | None = None
     quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
-    quantized_parameters_billion: float | None = Field(default=None, gt=0)
-    vocab_size: int | None = Field(default=None, ge=1)
-    sliding_window: int | None = Field(default=None, ge=1)
-    sliding_window_layers: int | None = Field(default=None, ge=0)
-    mtp_layers: int | None = Field(default=None, ge=0)
+    quantized_parameters_billion: float | None = Field(default=None, gt=0, le=MAX_PARAMETERS_BILLION)
+    vocab_size: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    sliding_window: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    sliding_window_layers: int | None = Field(default=None, ge=0, le=API_INT_MAX)
+    mtp_layers: int | None = Field(default=None, ge=0, le=API_INT_MAX)
     gated: bool | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _repository_id(cls, value: str) -> str:
+        problem = repo_id_problem(value)
+        if problem is not None:
+            raise PydanticCustomError("repo_id", problem)
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        problems = model_facts_problems(self.model_dump(exclude_none=True))
+        if problems:
+            field, reason = problems[0]
+            raise PydanticCustomError("model_facts", "{field} {reason}", {"field": field, "reason": reason})
+        return self
 
     def described_fields(self) -> dict[str, Any]:
         return self.model_dump(exclude={"id", "weights"}, exclude_none=True)
@@ -85,12 +159,15 @@ class ModelSpec(BaseModel):
 class EngineArgs(BaseModel):
     """vLLM engine arguments (snake_case, as `vllm serve --flag-name`)."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = _OPEN_MODEL_CONFIG
 
-    tensor_parallel_size: int | None = Field(default=None, ge=1, description="Default: the GPU count.")
+    tensor_parallel_size: int | None = Field(
+        default=None, ge=1, le=API_INT_MAX, description="Default: the GPU count."
+    )
     max_model_len: int | None = Field(
         default=None,
         ge=1,
+        le=API_INT_MAX,
         description="Default: the model's context, capped to what fits in memory. Also as vLLM writes "
         "sizes: 32k (32,000) or 32K (32,768).",
     )
@@ -99,7 +176,9 @@ class EngineArgs(BaseModel):
     )
     enable_prefix_caching: bool | None = Field(default=None, description="Default: true.")
     enable_chunked_prefill: bool | None = Field(default=None, description="Default: true.")
-    max_num_seqs: int | None = Field(default=None, ge=1, description="Default: 256 (vLLM's default).")
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, le=API_INT_MAX, description="Default: 256 (vLLM's default)."
+    )
     gpu_memory_utilization: float | None = Field(default=None, gt=0, le=1, description="Default: 0.9.")
     kv_cache_dtype: str | None = None
     enable_lora: bool | None = None
@@ -113,6 +192,11 @@ class EngineArgs(BaseModel):
             return value if parsed is None else parsed
         return value
 
+    @model_validator(mode="after")
+    def _finite_extras(self) -> EngineArgs:
+        _check_free_keys(self)
+        return self
+
     def given(self) -> dict[str, Any]:
         """Every key the user set, typed or not, in the order given."""
         typed = self.model_dump(exclude_none=True, exclude=set(self.model_extra or {}))
@@ -122,16 +206,23 @@ class EngineArgs(BaseModel):
 class SpeculativeConfig(BaseModel):
     """vLLM's speculative config (`--speculative-config`), keys as vLLM names them."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = _OPEN_MODEL_CONFIG
 
     method: str | None = Field(
         default=None,
         description="eagle3, eagle, ngram, mtp, ... Default: the draft's method from the catalog.",
     )
     model: str | None = Field(default=None, description="Draft model id or path.")
-    num_speculative_tokens: int | None = Field(default=None, description="Tokens drafted per step (>= 1).")
+    num_speculative_tokens: int | None = Field(
+        default=None, le=API_INT_MAX, description="Tokens drafted per step (>= 1)."
+    )
     draft_tensor_parallel_size: int | None = None
     parallel_drafting: bool | None = Field(default=None, description="P-EAGLE (vLLM >= 0.16.0).")
+
+    @model_validator(mode="after")
+    def _finite_extras(self) -> SpeculativeConfig:
+        _check_free_keys(self)
+        return self
 
     def given(self) -> dict[str, Any]:
         typed = self.model_dump(exclude_none=True, exclude=set(self.model_extra or {}))
@@ -141,24 +232,49 @@ class SpeculativeConfig(BaseModel):
 class ScheduledCapacity(BaseModel):
     """A scheduled change of the scaling bounds (e.g. scale down at night)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _MODEL_CONFIG
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_-]+$")
+    name: str = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_-]+$")
     schedule: str = Field(
         description="cron(...), rate(...) or at(...) expression of Application Auto Scaling."
     )
-    min_capacity: int | None = None
-    max_capacity: int | None = None
+    min_capacity: int | None = Field(default=None, ge=0, le=API_INT_MAX)
+    max_capacity: int | None = Field(default=None, ge=0, le=API_INT_MAX)
     time_zone: str | None = Field(default=None, description="IANA time zone. Default: UTC.")
+
+    @field_validator("time_zone")
+    @classmethod
+    def _iana_time_zone(cls, value: str | None) -> str | None:
+        # Application Auto Scaling takes the IANA database's names (PutScheduledAction, Timezone).
+        if value is not None and value not in _time_zones():
+            raise PydanticCustomError(
+                "time_zone",
+                "{value} is not a time zone of the IANA database; allowed: a name such as UTC, "
+                "Europe/Paris or America/New_York",
+                {"value": repr(value)},
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> ScheduledCapacity:
+        if self.min_capacity is None and self.max_capacity is None:
+            raise PydanticCustomError(
+                "schedule_capacity",
+                "schedule {name} sets neither min_capacity nor max_capacity; allowed: at least one of them",
+                {"name": repr(self.name)},
+            )
+        return self
 
 
 class ScalingOptions(BaseModel):
     """Traffic-aware auto-scaling of the instances (vLLM endpoint) or copies (inference component)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _MODEL_CONFIG
 
-    min_capacity: int = Field(default=1, description="Fewest instances (or copies). Default: 1.")
-    max_capacity: int = Field(description="Most instances (or copies).")
+    min_capacity: int = Field(
+        default=1, le=API_INT_MAX, description="Fewest instances (or copies). Default: 1."
+    )
+    max_capacity: int = Field(le=API_INT_MAX, description="Most instances (or copies).")
     metric: Literal["concurrent_requests", "invocations"] = Field(
         default="concurrent_requests",
         description="concurrent_requests: the high-resolution in-flight request count (10 s, counts streams "
@@ -166,18 +282,19 @@ class ScalingOptions(BaseModel):
     )
     target_value: float | None = Field(
         default=None,
+        lt=AAS_TARGET_MAX,
         description="Target per instance (or copy). Default for concurrent_requests: 75% of max_num_seqs; "
         "required for invocations.",
     )
-    scale_in_cooldown_seconds: int = Field(default=300, description="Default: 300.")
-    scale_out_cooldown_seconds: int = Field(default=60, description="Default: 60.")
+    scale_in_cooldown_seconds: int = Field(default=300, le=API_INT_MAX, description="Default: 300.")
+    scale_out_cooldown_seconds: int = Field(default=60, le=API_INT_MAX, description="Default: 60.")
     schedules: list[ScheduledCapacity] = Field(default_factory=list)
 
 
 class DeploymentSpec(BaseModel):
     """One deployment: instance, container, model, engine and speculative settings."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _MODEL_CONFIG
 
     region: str | None = Field(
         default=None,
@@ -185,9 +302,12 @@ class DeploymentSpec(BaseModel):
         description="AWS region. Default: unknown at synth time (environment-agnostic stack).",
     )
     instance_type: str = Field(description="SageMaker instance type, e.g. ml.g7e.2xlarge.")
-    instance_count: int = Field(default=1, ge=1, description="Initial instance count.")
+    instance_count: int = Field(default=1, ge=1, le=API_INT_MAX, description="Initial instance count.")
     volume_size_in_gb: int | None = Field(
-        default=None, ge=1, description="ML storage volume. Default: SageMaker's (none on NVMe instances)."
+        default=None,
+        ge=1,
+        le=512,  # ProductionVariant VolumeSizeInGB: 1 to 512 (SageMaker API reference)
+        description="ML storage volume. Default: SageMaker's (none on NVMe instances).",
     )
     container: ContainerSpec
     model: ModelSpec

@@ -36,7 +36,7 @@ def test_invalid_spec_exits_2(run_cli, tmp_path, text, expected):
 def test_missing_file_exits_2(run_cli, tmp_path):
     code, _, err = run_cli("check", str(tmp_path / "nope.yaml"))
     assert code == 2
-    assert "cannot read file" in err
+    assert "cannot read the spec: No such file or directory" in err
 
 
 def test_invalid_spec_json_format(run_cli, tmp_path):

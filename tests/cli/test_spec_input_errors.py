@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from speculative_infra.spec.loader import MAX_SPEC_BYTES
+from speculative_infra.safe_files import MAX_SPEC_BYTES
 
 
 def _check(run_cli, path, *extra):
@@ -18,7 +18,7 @@ def _check(run_cli, path, *extra):
     [
         ("instance_type: x\n".encode("utf-16"), "not UTF-8 text (byte 0xff at offset 0)"),
         (b"\x00\x01\x02\xfe binary", "not UTF-8 text (byte 0xfe at offset 3)"),
-        (b"#" * (MAX_SPEC_BYTES + 1), f"the file is {MAX_SPEC_BYTES + 1} bytes; allowed: a spec of at most"),
+        (b"#" * (MAX_SPEC_BYTES + 1), "the spec is larger than 1 MiB; allowed: at most 1 MiB"),
     ],
 )
 def test_unreadable_specs_exit_2(run_cli, tmp_path, content, reason):

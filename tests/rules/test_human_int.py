@@ -74,3 +74,15 @@ def test_si502_refuses_a_tera_size_only_where_the_release_does() -> None:
 def test_si502_takes_a_signed_or_underscored_plain_integer() -> None:
     assert _codes({"seed": "-1"}, "0.15.1") == set() and _codes({"seed": "1_000"}, "0.15.1") == set()
     assert _codes({"seed": "1.5"}, "0.15.1") == {"SI502"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("9" * 400 + "k", None),  # float overflow: vLLM raises OverflowError, the server does not start
+        ("9" * 300 + "k", int(float("9" * 300) * 1000)),  # the largest finite ones still read
+        ("9" * 5000, None),  # past Python's int() digit limit: ValueError in vLLM as here
+    ],
+)
+def test_sizes_too_large_for_a_float_or_int_are_refused_not_crashed(text: str, expected: Any) -> None:
+    assert parse_human_int(text) == expected

@@ -283,6 +283,9 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"model": UNKNOWN_MISTRAL, "speculative": None},
         {"model": {"id": "acme/unknown-7b"}, "speculative": None},
     ),
+    # The catalog's Qwen3-32B has 64 attention heads; a spec override of the KV heads must divide them.
+    "SI331": ({"model": {"num_key_value_heads": 16}}, {"model": {"num_key_value_heads": 7}}),
+    "SI331 window": ({"model": {"sliding_window_layers": 0}}, {"model": {"sliding_window_layers": 65}}),
     "SI400": ({}, {"speculative": {"method": "eagle9"}}),
     # vLLM 0.14.x is the last to refuse a plain draft model; the first DLC after it is 0.15.1
     "SI400 refused": (
@@ -299,6 +302,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "SI403": ({}, {"speculative": {"acceptance_boost": 2}}),
     "SI404": ({}, {"speculative": {"num_speculative_tokens": 0}}),
+    # The reference's max_model_len is 4096: a step verifies k + 1 tokens of one sequence.
+    "SI404 context": (
+        {"speculative": {"num_speculative_tokens": 4095}},
+        {"speculative": {"num_speculative_tokens": 4096}},
+    ),
     "SI405": (
         {"speculative": {"draft_tensor_parallel_size": 1}},
         {"speculative": {"draft_tensor_parallel_size": 2}},
@@ -332,6 +340,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"engine": {"max_num_batched_tokens": "8k"}},
         {"engine": {"max_num_batched_tokens": "1.5K"}},
     ),
+    "SI502 finite": ({"engine": {"swap_space": "4.5"}}, {"engine": {"swap_space": "nan"}}),
+    "SI502 infinite": ({"engine": {"swap_space": 1e308}}, {"engine": {"swap_space": "-inf"}}),
     "SI502 choices": ({"engine": {"kv_cache_dtype": "fp8_e5m2"}}, {"engine": {"kv_cache_dtype": "fp9"}}),
     "SI502 boolean": ({"engine": {"enforce_eager": True}}, {"engine": {"enforce_eager": "yes"}}),
     "SI510": (
@@ -339,6 +349,18 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"environment": {f"EXTRA_{i}": "x" for i in range(100)}},
     ),
     "SI510 key": ({"environment": {"_has_underscore9": "x"}}, {"environment": {"has space": "x"}}),
+    "SI511": (
+        {"environment": {"VLLM_LOGGING_LEVEL": "INFO"}},
+        {"environment": {"SM_VLLM_MAX_NUM_SEQS": "4096"}},
+    ),
+    "SI511 model": ({}, {"environment": {"HF_MODEL_ID": "Qwen/Qwen3-8B"}}),
+    "SI511 speculative": ({}, {"environment": {"SM_VLLM_SPECULATIVE_CONFIG": "{}"}}),
+    "SI511 lmi": (
+        {**LMI_G6E, "environment": {"OPTION_TGI_COMPAT": "true"}},
+        {**LMI_G6E, "environment": {"OPTION_MAX_ROLLING_BATCH_SIZE": "512"}},
+    ),
+    "SI511 lmi flag": ({**LMI_G6E}, {**LMI_G6E, "environment": {"OPTION_MAX_MODEL_LEN": "4096"}}),
+    "SI511 lmi async mode": ({**LMI_G6E}, {**LMI_G6E, "environment": {"OPTION_ROLLING_BATCH": "vllm"}}),
     "SI530": (
         {"hf_token_secret": "hf-token"},
         {"environment": {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz"}},
@@ -500,7 +522,7 @@ def test_unknown_speculative_key_says_dropped_before_016():
         ({"max_capacity": 0, "min_capacity": 0}, "max_capacity is 0"),
         ({"max_capacity": 2, "min_capacity": 0}, "min_capacity is 0"),
         ({"max_capacity": 2, "metric": "invocations"}, "target_value is required"),
-        ({"max_capacity": 2, "schedules": [{"name": "night", "schedule": "every night"}]}, "cron(...)"),
+        ({"max_capacity": 2, "schedules": [{"name": "night", "schedule": "every night", "min_capacity": 1}]}, "cron(...)"),
     ],
 )
 def test_scaling_errors(scaling, expected):
