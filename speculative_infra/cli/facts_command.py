@@ -6,6 +6,7 @@ Exit codes: 0 written, 2 the repository or folder could not be read (the message
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from speculative_infra.facts import (
     read_local_folder,
     write_facts,
 )
-from speculative_infra.facts.hub_reader import DEFAULT_ENDPOINT
+from speculative_infra.facts.hub_reader import DEFAULT_DEADLINE_S, DEFAULT_ENDPOINT, MAX_DEADLINE_S, check_ids
 
 EXIT_OK = 0
 EXIT_UNREADABLE = 2
@@ -50,6 +51,14 @@ def add_facts_command(subparsers: Any) -> None:
         help="with --from-folder: whether the Hub gates the repository (a folder cannot say)",
     )
     fetch.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=DEFAULT_DEADLINE_S,
+        metavar="SECONDS",
+        help=f"give up when the Hub has not answered every request within this time (default: "
+        f"{DEFAULT_DEADLINE_S:g})",
+    )
+    fetch.add_argument(
         "--context",
         type=Path,
         default=Path(CONTEXT_FILE),
@@ -58,8 +67,19 @@ def add_facts_command(subparsers: Any) -> None:
     fetch.set_defaults(handler=run_fetch)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_DEADLINE_S):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 0 to {MAX_DEADLINE_S:g}")
+    return value
+
+
 def run_fetch(args: argparse.Namespace) -> int:
     try:
+        check_ids(args.repo_id, args.revision)
         if args.from_folder is not None:
             gated = None if args.gated is None else args.gated == "yes"
             facts = read_local_folder(args.from_folder, args.repo_id, gated=gated)
@@ -69,6 +89,7 @@ def run_fetch(args: argparse.Namespace) -> int:
                 args.revision,
                 endpoint=os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT),
                 token=os.environ.get("HF_TOKEN") or None,
+                deadline=args.deadline,
             )
         key = write_facts(args.context, facts)
     except (FactsFetchError, ContextFileError, OSError) as err:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from speculative_infra.facts.hub_reader import DEFAULT_ENDPOINT
 from speculative_infra.preflight import AwsClients, PreflightInputs, run_preflight
 from speculative_infra.preflight.targets import AssemblyError, Target, assembly_targets, spec_target
 from speculative_infra.rules import Finding, Severity
+from speculative_infra.s3_uri import parse_s3_uri
 from speculative_infra.spec import SpecError, load_spec
+from speculative_infra.spec.models import REGION_PATTERN
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE = 0, 1, 2
 
@@ -41,14 +44,49 @@ def add_preflight_command(subparsers: Any) -> None:
         metavar="SPEC_OR_APP",
         help="a deployment spec (YAML), or a synthesized app's cdk.out folder",
     )
-    parser.add_argument("--region", help="AWS region (default: the spec's, else the profile's)")
-    parser.add_argument("--profile", help="AWS profile (default: the environment's credentials)")
-    parser.add_argument("--role-arn", help="the execution role you pass as role= (default: none, created)")
     parser.add_argument(
-        "--s3-uri", action="append", default=[], help="S3 data the deployment reads (weights); repeatable"
+        "--region", type=_region, help="AWS region (default: the spec's, else the profile's)"
+    )
+    parser.add_argument("--profile", help="AWS profile (default: the environment's credentials)")
+    parser.add_argument(
+        "--role-arn", type=_role_arn, help="the execution role you pass as role= (default: none, created)"
+    )
+    parser.add_argument(
+        "--s3-uri",
+        action="append",
+        type=_s3_uri,
+        default=[],
+        help="S3 data the deployment reads (weights); repeatable",
     )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     parser.set_defaults(handler=run_preflight_command)
+
+
+# IAM role ARNs: a partition, a 12-digit account, a path and a name of IAM's characters (IAM User Guide,
+# "IAM identifiers"; a role name is at most 64 characters, a path at most 512).
+_ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/(?:[\w+=,.@-]+/){0,32}[\w+=,.@-]{1,64}")
+
+
+def _region(text: str) -> str:
+    if not re.fullmatch(REGION_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not an AWS region name; allowed: e.g. us-east-1")
+    return text
+
+
+def _role_arn(text: str) -> str:
+    if len(text) > 2048 or not _ROLE_ARN.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not an IAM role ARN; allowed: arn:aws:iam::<12-digit account>:role/<name>"
+        )
+    return text
+
+
+def _s3_uri(text: str) -> str:
+    try:
+        parse_s3_uri(text, "--s3-uri")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--s3-uri: ")) from None
+    return text
 
 
 def aws_clients(profile: str | None, region: str) -> AwsClients:

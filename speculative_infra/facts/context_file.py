@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from speculative_infra.facts.hub_config import FetchedFacts
+from speculative_infra.facts.hub_config import FetchedFacts, problems
 from speculative_infra.safe_files import MAX_CONTEXT_BYTES, InputFileError, read_json, write_text
 
 CONTEXT_PREFIX = "speculative-infra:hf-facts:"
@@ -48,7 +48,7 @@ def facts_from_context(context: Mapping[str, Any]) -> dict[str, FetchedFacts]:
             facts = FetchedFacts.model_validate(value)
         except ValidationError as err:
             raise ContextFileError(
-                f"context key {key!r} does not hold fetched facts ({err.error_count()} problem(s)); "
+                f"context key {key!r} does not hold fetched facts ({problems(err)[:500]}); "
                 f"run `speculative-infra facts fetch {key.removeprefix(CONTEXT_PREFIX)}` again"
             ) from None
         found[facts.repo_id] = facts

@@ -3,23 +3,91 @@
 Two kinds of repository: a target model (its architecture, attention shape, context, vocabulary and
 multi-token-prediction layers) and a speculative-decoding draft (an EAGLE/EAGLE3 head: the method and
 the target's hidden size and vocabulary it was built for, and the target it names, if any).
+
+A config.json comes from a server or folder we do not control, and cdk.context.json is a file anyone can
+edit, so the facts are checked for consistency where they are built (FetchedFacts' validator runs both
+when `facts fetch` builds them and when `check` or the constructs read them back): counts and sizes are
+positive integers within the bounds below, the attention shape holds together, and no number is NaN or
+infinite. The bounds sit far above every published checkpoint (the largest have 128 attention heads,
+~130 layers, head_dim 256, a 16384 hidden size, ~262k vocabulary entries, 10M tokens of context and
+~2 TB of weights) and far below what would overflow the memory model's arithmetic.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+import re
+from typing import Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from speculative_infra.catalog.models import Draft, ModelFacts
+from speculative_infra.model_consistency import model_facts_problems
 from speculative_infra.quantization_methods import compressed_tensors_scheme, from_quantization_config
 from speculative_infra.sizing import dtype_bytes
+from speculative_infra.spec.repo_id import MAX_PART, repo_id_problem
 
 # Config keys holding the number of multi-token-prediction layers: num_nextn_predict_layers (DeepSeek-V3,
 # GLM-4.5, MiMo, ERNIE; what vLLM's SpeculativeConfig reads) and mtp_num_hidden_layers (Qwen3-Next's
 # config). Absent: no MTP layers.
 _MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
 _DTYPES = ("bfloat16", "float16", "float32")
+
+# Upper bounds of the facts (see the module's docstring for what real checkpoints reach).
+MAX_LAYERS = 10_000
+MAX_HEADS = 10_000
+MAX_HEAD_DIM = 16_384
+MAX_HIDDEN_SIZE = 1_048_576
+MAX_ATTENTION_WIDTH = 1_048_576  # head_dim x num_attention_heads (Llama-3.1-405B: 16384)
+ATTENTION_WIDTH_RATIO = 8  # head_dim x heads within 1/8 .. 8 x hidden_size (real ones: 0.76 .. 2)
+MAX_CONTEXT_TOKENS = 2**31 - 1  # vLLM's max_model_len is an int32
+MAX_VOCAB_SIZE = 16_777_216
+MAX_EXPERTS = 1_000_000
+MAX_PARAMETERS = 10**14  # 100 trillion
+MAX_PARAMETERS_BILLION = MAX_PARAMETERS / 1e9
+MAX_WEIGHTS_BYTES = 10**15  # 1 PB
+MAX_WEIGHTS_GB = MAX_WEIGHTS_BYTES / 1e9
+MAX_NAME_CHARS = 256  # an architecture or model type (the longest real ones: ~60)
+
+REPO_ID_PART_MAX = MAX_PART
+# A branch, tag or commit: what git accepts in a ref name, at most 255 characters (URL-quoted when sent).
+REVISION_MAX = 255
+_REVISION_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
+
+
+class IdError(ValueError):
+    """A repository id or revision the Hub would not accept; the message names it and what is allowed."""
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 120 else value[:120] + "...")
+
+
+def validate_repo_id(repo_id: str) -> str:
+    """A repository id as the Hub accepts it (spec/repo_id.py: the spec's own rule, as the id names a URL
+    path and a context key); IdError naming the value and the rule otherwise."""
+    problem = repo_id_problem(repo_id)
+    if problem is not None:
+        raise IdError(f"repository id {problem}")
+    return repo_id
+
+
+def validate_revision(revision: str) -> str:
+    """A branch, tag or commit as git names them; IdError naming the value and the rule otherwise."""
+    allowed = (
+        f"allowed: a branch, tag or commit of 1-{REVISION_MAX} characters, without whitespace, control "
+        "characters, '..', '//', '@{' or any of ~^:?*[\\, not starting with '/' or '-', not ending with '/' or "
+        "'.'"
+    )
+    if (
+        not revision
+        or len(revision) > REVISION_MAX
+        or _REVISION_FORBIDDEN.search(revision)
+        or revision[0] in "/-"
+        or revision[-1] in "/."
+    ):
+        raise IdError(f"revision {_shown(revision)} is not a valid git revision; {allowed}")
+    return revision
 
 
 class FetchedFacts(BaseModel):
@@ -34,13 +102,144 @@ class FetchedFacts(BaseModel):
     model: ModelFacts | None = None
     draft: Draft | None = None
 
+    @field_validator("repo_id")
+    @classmethod
+    def _valid_repo_id(cls, value: str) -> str:
+        return validate_repo_id(value)
+
+    @field_validator("revision")
+    @classmethod
+    def _valid_revision(cls, value: str) -> str:
+        return validate_revision(value)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FetchedFacts:
+        if self.kind == "model" and (self.model is None or self.draft is not None):
+            raise ValueError("kind 'model' holds the model's facts under 'model' and no 'draft'")
+        if self.kind == "draft" and (self.draft is None or self.model is not None):
+            raise ValueError("kind 'draft' holds the draft's facts under 'draft' and no 'model'")
+        problems = model_problems(self.model) if self.model is not None else []
+        problems += draft_problems(self.draft) if self.draft is not None else []
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+
+def _bounded(problems: list[str], name: str, value: float | None, low: float, high: float) -> None:
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        problems.append(f"{name} is {value!r}; allowed: a finite number from {low:g} to {high:g}")
+    elif not low <= value <= high:
+        problems.append(f"{name} is {value!r}; allowed: {low:g} to {high:g}")
+
+
+def model_problems(m: ModelFacts) -> list[str]:
+    """What is inconsistent or out of bounds in a model's facts (empty when they hold together).
+
+    Every catalogued model passes (tests/facts/test_hostile_hub.py checks)."""
+    problems: list[str] = []
+    _bounded(problems, "parameters_billion", m.parameters_billion, 1e-9, MAX_PARAMETERS_BILLION)
+    _bounded(problems, "weights_gb", m.weights_gb, 1e-9, MAX_WEIGHTS_GB)
+    _bounded(problems, "num_hidden_layers", m.num_hidden_layers, 1, MAX_LAYERS)
+    _bounded(problems, "num_attention_heads", m.num_attention_heads, 1, MAX_HEADS)
+    _bounded(problems, "head_dim", m.head_dim, 1, MAX_HEAD_DIM)
+    _bounded(problems, "hidden_size", m.hidden_size, 1, MAX_HIDDEN_SIZE)
+    _bounded(problems, "max_position_embeddings", m.max_position_embeddings, 1, MAX_CONTEXT_TOKENS)
+    _bounded(problems, "vocab_size", m.vocab_size, 1, MAX_VOCAB_SIZE)
+    _bounded(problems, "sliding_window", m.sliding_window, 1, MAX_CONTEXT_TOKENS)
+    _bounded(problems, "num_experts", m.num_experts, 1, MAX_EXPERTS)
+    # The relations every real checkpoint satisfies, judged as the spec and `check` judge them.
+    problems += [f"{name}: {reason}" for name, reason in model_facts_problems(m.model_dump())]
+    heads = m.num_attention_heads
+    if m.mtp_layers is not None and m.mtp_layers > m.num_hidden_layers:
+        problems.append(
+            f"mtp_layers is {m.mtp_layers}; allowed: at most num_hidden_layers ({m.num_hidden_layers})"
+        )
+    width = m.head_dim * heads
+    if width > MAX_ATTENTION_WIDTH:
+        problems.append(
+            f"head_dim x num_attention_heads is {m.head_dim} x {heads} = {width}; allowed: at most "
+            f"{MAX_ATTENTION_WIDTH}"
+        )
+    elif m.hidden_size is not None and not (
+        m.hidden_size <= width * ATTENTION_WIDTH_RATIO and width <= m.hidden_size * ATTENTION_WIDTH_RATIO
+    ):
+        problems.append(
+            f"head_dim x num_attention_heads is {m.head_dim} x {heads} = {width} for hidden_size "
+            f"{m.hidden_size}; allowed: 1/{ATTENTION_WIDTH_RATIO} to {ATTENTION_WIDTH_RATIO} times hidden_size"
+        )
+    _bounded(problems, "active_parameters_billion", m.active_parameters_billion, 1e-9, MAX_PARAMETERS_BILLION)
+    _bounded(
+        problems, "quantized_parameters_billion", m.quantized_parameters_billion, 1e-9, MAX_PARAMETERS_BILLION
+    )
+    return problems
+
+
+def _valid_id(value: str) -> bool:
+    try:
+        validate_repo_id(value)
+    except IdError:
+        return False
+    return True
+
+
+def draft_problems(d: Draft) -> list[str]:
+    """What is out of bounds in a draft's facts (empty when they hold together)."""
+    problems: list[str] = []
+    _bounded(problems, "size_gb", d.size_gb, 0, MAX_WEIGHTS_GB)
+    _bounded(problems, "download_gb", d.download_gb, 0, MAX_WEIGHTS_GB)
+    _bounded(problems, "target_hidden_size", d.target_hidden_size, 1, MAX_HIDDEN_SIZE)
+    _bounded(problems, "target_vocab_size", d.target_vocab_size, 1, MAX_VOCAB_SIZE)
+    if d.target is not None:
+        try:
+            validate_repo_id(d.target)
+        except IdError as err:
+            problems.append(f"target: {err}")
+    return problems
+
 
 class ConfigError(ValueError):
-    """config.json lacks a fact the rules need."""
+    """config.json lacks a fact the rules need, or gives one of the wrong type or out of bounds."""
 
 
-def _is_draft(config: dict[str, Any]) -> bool:
-    architectures = " ".join(config.get("architectures") or []).lower()
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _object(config: dict[str, Any], key: str, repo_id: str) -> dict[str, Any]:
+    value = config.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{repo_id}: config.json's {key!r} is {_kind(value)}; allowed: a JSON object")
+    return value
+
+
+def _strings(config: dict[str, Any], key: str, repo_id: str) -> list[str]:
+    value = config.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(_is_name(item) for item in value):
+        raise ConfigError(
+            f"{repo_id}: config.json's {key!r} is {_kind(value)}; allowed: a list of names (printable "
+            f"strings of at most {MAX_NAME_CHARS} characters)"
+        )
+    return value
+
+
+def _is_name(value: object) -> bool:
+    # Names reach terminals and context files: no control characters (an escape sequence), bounded.
+    return isinstance(value, str) and len(value) <= MAX_NAME_CHARS and value.isprintable()
+
+
+def _kind(value: Any) -> str:
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:60] + '...'}"
+
+
+def _is_draft(config: dict[str, Any], repo_id: str) -> bool:
+    architectures = " ".join(_strings(config, "architectures", repo_id)).lower()
     return "speculators_config" in config or "eagle" in architectures or "speculator" in architectures
 
 
@@ -51,17 +250,38 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _dtype(config: dict[str, Any]) -> Literal["bfloat16", "float16", "float32"]:
-    value = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
-    if value not in _DTYPES:
+    value = config.get("torch_dtype") or config.get("dtype") or "bfloat16"
+    if not isinstance(value, str) or value not in _DTYPES:
         return "bfloat16"
     return value  # type: ignore[return-value]
 
 
 def _required(config: dict[str, Any], key: str, repo_id: str) -> int:
     value = config.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{repo_id}: config.json has no positive integer {key!r} (got {value!r})")
-    return value
+    if not _is_int(value) or value < 1:
+        raise ConfigError(f"{repo_id}: config.json has no positive integer {key!r} (got {_kind(value)})")
+    return int(value)
+
+
+def _optional(config: dict[str, Any], key: str, repo_id: str) -> int | None:
+    value = config.get(key)
+    if value is None:
+        return None
+    if not _is_int(value) or value < 0:
+        raise ConfigError(
+            f"{repo_id}: config.json's {key!r} is {_kind(value)}; allowed: a non-negative integer"
+        )
+    return int(value)
+
+
+def _text(config: dict[str, Any], key: str, repo_id: str) -> str:
+    value = config.get(key, "")
+    if not _is_name(value):
+        raise ConfigError(
+            f"{repo_id}: config.json's {key!r} is {_kind(value)}; allowed: a printable string of at most "
+            f"{MAX_NAME_CHARS} characters"
+        )
+    return str(value)
 
 
 def model_facts_from_config(
@@ -77,57 +297,62 @@ def model_facts_from_config(
     heads = _required(c, "num_attention_heads", repo_id)
     hidden = _required(c, "hidden_size", repo_id)
     dtype = _dtype(c)
-    quantization = from_quantization_config(c.get("quantization_config"))
-    scheme = (
-        compressed_tensors_scheme(c.get("quantization_config"))
-        if quantization == "compressed-tensors"
-        else None
-    )
+    quantization_config = _object(c, "quantization_config", repo_id)
+    quantization = from_quantization_config(quantization_config)
+    scheme = compressed_tensors_scheme(quantization_config) if quantization == "compressed-tensors" else None
     if parameters is None:
         if weights_bytes is None:
             raise ConfigError(f"{repo_id}: neither the parameter count nor the weights' size is known")
         parameters = int(weights_bytes // dtype_bytes(dtype))
-    architectures = c.get("architectures") or [""]
+    architectures = _strings(c, "architectures", repo_id) or [""]
+    mtp = next((n for n in (_optional(c, k, repo_id) for k in _MTP_KEYS) if n is not None), 0)
     return ModelFacts(
-        architecture=str(architectures[0]),
-        model_type=str(c.get("model_type", "")),
+        architecture=architectures[0],
+        model_type=_text(c, "model_type", repo_id),
         parameters_billion=parameters / 1e9,
         num_hidden_layers=_required(c, "num_hidden_layers", repo_id),
         num_attention_heads=heads,
-        num_key_value_heads=int(c.get("num_key_value_heads") or heads),
-        head_dim=int(c.get("head_dim") or hidden // heads),
+        num_key_value_heads=_optional(c, "num_key_value_heads", repo_id) or heads,
+        head_dim=_optional(c, "head_dim", repo_id) or hidden // heads,
         hidden_size=hidden,
         max_position_embeddings=_required(c, "max_position_embeddings", repo_id),
         dtype=dtype,
         weights_gb=None if weights_bytes is None else weights_bytes / 1e9,
         quantization=quantization,
         quantization_scheme=scheme,
-        vocab_size=c.get("vocab_size"),
-        mtp_layers=next((int(c[k]) for k in _MTP_KEYS if isinstance(c.get(k), int)), 0),
+        vocab_size=_optional(c, "vocab_size", repo_id),
+        mtp_layers=mtp,
         gated=gated,
         source=source,
         confidence="reported",
     )
 
 
-def draft_facts_from_config(config: dict[str, Any], *, source: str, weights_bytes: int | None) -> Draft:
-    speculators = config.get("speculators_config") or {}
-    layer = config.get("transformer_layer_config") or {}
+def draft_facts_from_config(
+    config: dict[str, Any], *, source: str, weights_bytes: int | None, repo_id: str = "the draft"
+) -> Draft:
+    speculators = _object(config, "speculators_config", repo_id)
+    layer = _object(config, "transformer_layer_config", repo_id)
     shape = {**config, **layer}
-    kind = str(config.get("speculators_model_type") or "").lower()
-    architectures = " ".join(config.get("architectures") or []).lower()
+    kind = _text(config, "speculators_model_type", repo_id).lower()
+    architectures = " ".join(_strings(config, "architectures", repo_id)).lower()
     method = "eagle3" if "eagle3" in kind or "eagle3" in architectures else "eagle"
-    verifier = (speculators.get("verifier") or {}).get("name_or_path")
+    verifier = _object(speculators, "verifier", repo_id).get("name_or_path")
+    if verifier is not None and not isinstance(verifier, str):
+        raise ConfigError(f"{repo_id}: the verifier's name_or_path is {_kind(verifier)}; allowed: a string")
+    if verifier is not None and not _valid_id(verifier):
+        verifier = None  # a local path the head was trained from: the target is not known
     hidden = shape.get("target_hidden_size") or shape.get("hidden_size")
+    vocab = shape.get("vocab_size")
     return Draft(
         method=method,
-        target=str(verifier) if verifier else None,
+        target=verifier or None,
         # The files' size stands in for what stays on the GPU (an upper bound: a shared embedding is less).
         size_gb=None if weights_bytes is None else weights_bytes / 1e9,
         download_gb=None if weights_bytes is None else weights_bytes / 1e9,
         parallel_drafting=bool(config.get("parallel_drafting", False)),
-        target_hidden_size=int(hidden) if isinstance(hidden, int) else None,
-        target_vocab_size=int(shape["vocab_size"]) if isinstance(shape.get("vocab_size"), int) else None,
+        target_hidden_size=int(hidden) if _is_int(hidden) else None,
+        target_vocab_size=int(vocab) if _is_int(vocab) else None,
         source=source,
         confidence="reported",
     )
@@ -143,12 +368,37 @@ def facts_from_config(
     parameters: int | None = None,
     gated: bool | None = None,
 ) -> FetchedFacts:
+    """The facts of one repository; ConfigError naming the field, its value and what is allowed."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"{repo_id}: config.json is {_kind(config)}; allowed: a JSON object")
+    if weights_bytes is not None and (
+        not _is_int(weights_bytes) or not 0 <= weights_bytes <= MAX_WEIGHTS_BYTES
+    ):
+        raise ConfigError(
+            f"{repo_id}: the weights' size is {_kind(weights_bytes)} bytes; allowed: an integer from 0 to "
+            f"{MAX_WEIGHTS_BYTES}"
+        )
+    if parameters is not None and (not _is_int(parameters) or not 1 <= parameters <= MAX_PARAMETERS):
+        raise ConfigError(
+            f"{repo_id}: the parameter count is {_kind(parameters)}; allowed: an integer from 1 to {MAX_PARAMETERS}"
+        )
     source = f"{origin} (config.json at revision {revision}, read by `speculative-infra facts fetch`)"
     try:
         return _facts(config, repo_id, revision, origin, source, weights_bytes, parameters, gated)
     except ValidationError as err:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-        raise ConfigError(f"{repo_id}: config.json gives facts the checks cannot use ({problems})") from None
+        raise ConfigError(
+            f"{repo_id}: config.json gives facts the checks cannot use ({problems(err)})"
+        ) from None
+
+
+def problems(err: ValidationError) -> str:
+    """A validation error's problems on one line, each with the field it concerns."""
+    found = []
+    for e in err.errors():
+        where = ".".join(map(str, e["loc"]))
+        message = str(e["msg"]).removeprefix("Value error, ")
+        found.append(f"{where}: {message}" if where else message)
+    return "; ".join(found)
 
 
 def _facts(
@@ -161,8 +411,8 @@ def _facts(
     parameters: int | None,
     gated: bool | None,
 ) -> FetchedFacts:
-    if _is_draft(config):
-        draft = draft_facts_from_config(config, source=source, weights_bytes=weights_bytes)
+    if _is_draft(config, repo_id):
+        draft = draft_facts_from_config(config, source=source, weights_bytes=weights_bytes, repo_id=repo_id)
         return FetchedFacts(repo_id=repo_id, revision=revision, origin=origin, kind="draft", draft=draft)
     model = model_facts_from_config(
         config,

@@ -134,7 +134,8 @@ def assembly_targets(folder: Path, default_region: str | None = None) -> list[Ta
         if not isinstance(artifact, dict) or artifact.get("type") != "aws:cloudformation:stack":
             continue
         region = str(artifact.get("environment", "")).rsplit("/", 1)[-1]
-        properties = artifact.get("properties") if isinstance(artifact.get("properties"), dict) else {}
+        properties = artifact.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
         template_name = properties.get("templateFile", f"{name}.template.json")
         template_file = folder / str(template_name)
         # The manifest names files inside the assembly; a path that leaves it is not CDK's.

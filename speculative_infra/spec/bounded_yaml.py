@@ -95,18 +95,18 @@ class _DepthLimitedLoader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         self._depth += 1
         try:
             if self._depth > MAX_NESTING:
                 raise BoundedYamlError(f"{_where_event(self)}: nested more than {MAX_NESTING} levels deep")
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
 
 def _where_event(loader: yaml.SafeLoader) -> str:
-    event = loader.peek_event()
+    event = loader.peek_event()  # type: ignore[no-untyped-call]
     return f"line {event.start_mark.line + 1}, column {event.start_mark.column + 1}"
 
 

@@ -22,7 +22,7 @@ from speculative_infra.quantization_methods import CompressedTensorsScheme, Quan
 from speculative_infra.spec.instance_type import instance_type_problem
 from speculative_infra.spec.repo_id import repo_id_problem
 
-_REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
+REGION_PATTERN = r"^[a-z]{2}(-[a-z]+)+-\d+$"
 
 # The largest count an AWS API takes: its "Integer" is a 32-bit signed integer (Smithy's `integer`,
 # https://smithy.io/2.0/spec/simple-types.html). CloudFormation refuses a larger InitialInstanceCount,
@@ -298,7 +298,7 @@ class DeploymentSpec(BaseModel):
 
     region: str | None = Field(
         default=None,
-        pattern=_REGION_PATTERN,
+        pattern=REGION_PATTERN,
         description="AWS region. Default: unknown at synth time (environment-agnostic stack).",
     )
     instance_type: str = Field(description="SageMaker instance type, e.g. ml.g7e.2xlarge.")

@@ -1,7 +1,7 @@
 """Hugging Face repository ids: `name` or `owner/name`, as the Hub accepts them.
 
 The Hub's rule (huggingface_hub's `validate_repo_id`): each part is 1 to 96 letters, digits, `-`, `_`
-or `.`, does not start or end with `-` or `.`, and holds no `--` or `..`. An id becomes a URL path and a
+or `.`, does not start or end with `-` or `.`, holds no `--` or `..`, and the name does not end in `.git`. An id becomes a URL path and a
 cdk.context.json key, so anything else (a path segment, a space, a percent-encoding) is refused.
 """
 
@@ -26,7 +26,9 @@ def repo_id_problem(value: str) -> str | None:
             )
         if part[0] in "-." or part[-1] in "-." or "--" in part or ".." in part:
             return (
-                f"{value[:100]!r} is not a Hugging Face repository id; a part may not start or end with '-' or "
-                "'.', nor hold '--' or '..'"
+                f"{value[:100]!r} is not a Hugging Face repository id; allowed: parts that do not start or end "
+                "with '-' or '.' and hold no '--' or '..'"
             )
+    if value.endswith(".git"):
+        return f"{value[:100]!r} ends in '.git'; allowed: the repository's name without it"
     return None

@@ -224,7 +224,7 @@ def test_an_integer_of_64_digits_is_read_and_then_judged_by_its_range(run_cli, t
         ),
         ({"model": {"id": "../../etc/passwd"}}, "model.id", "'../../etc/passwd' has 3 '/'"),
         ({"model": {"id": "Qwen/Qwen3 32B"}}, "model.id", "is not a Hugging Face repository id"),
-        ({"model": {"id": "Qwen/..hidden"}}, "model.id", "nor hold '--' or '..'"),
+        ({"model": {"id": "Qwen/..hidden"}}, "model.id", "hold no '--' or '..'"),
         ({"model": {"id": "Qwen/" + "x" * 97}}, "model.id", "each part 1 to 96 letters"),
     ],
 )
@@ -584,3 +584,37 @@ def test_absurd_props_are_refused_before_jsii_and_the_runtime_survives():
             build(**props)
         assert "S/Llm" in str(raised.value)
     build(scaling={"max_capacity": 2})  # the same process still synthesizes
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "reason"),
+    [
+        ("--region", "us-east-1;rm -rf", "is not an AWS region name"),
+        ("--role-arn", "arn:aws:iam::123:role/x", "is not an IAM role ARN"),
+        ("--role-arn", "arn:aws:iam::123456789012:role/" + "r" * 65, "is not an IAM role ARN"),
+        ("--s3-uri", "https://bucket/key", "is not an S3 URI"),
+    ],
+)
+def test_preflight_flags_are_validated_before_any_call(run_cli, flag, value, reason):
+    spec = "examples/specs/vllm-g7e-2xlarge.yaml"
+    code, _, err = run_cli("preflight", spec, flag, value)
+    assert code == 2 and reason in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("manifest", "template", "reason"),
+    [
+        ("[1]", None, "no 'artifacts' object"),
+        ('{"artifacts": {"S": {"type": "aws:cloudformation:stack", "properties": {"templateFile": "../x"}}}}',
+         None, "is outside the assembly"),
+        ('{"artifacts": {"S": {"type": "aws:cloudformation:stack"}}}', '{"Resources": {"A": "x"}}',
+         "not shaped as a CloudFormation template"),
+        ('{"artifacts": {"S": {"type": "aws:cloudformation:stack"}}}', '{"Resources": NaN}', "NaN"),
+    ],
+)  # fmt: skip
+def test_preflight_refuses_a_malformed_cloud_assembly(run_cli, tmp_path, manifest, template, reason):
+    (tmp_path / "manifest.json").write_text(manifest)
+    if template is not None:
+        (tmp_path / "S.template.json").write_text(template)
+    code, _, err = run_cli("preflight", str(tmp_path), "--region", "us-east-1")
+    assert code == 2 and reason in err and "Traceback" not in err
