@@ -95,6 +95,16 @@ class _DepthLimitedLoader(yaml.SafeLoader):
 
     _depth = 0
 
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        # The scanner reads ahead while a simple key may be pending, which over unclosed '[' is quadratic:
+        # stop it at the same depth as the composer.
+        if self.flow_level >= MAX_NESTING:
+            mark = self.get_mark()
+            raise BoundedYamlError(
+                f"line {mark.line + 1}, column {mark.column + 1}: nested more than {MAX_NESTING} levels deep"
+            )
+        super().fetch_flow_collection_start(TokenClass)
+
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         self._depth += 1
         try:
