@@ -22,10 +22,20 @@ from constructs import Construct
 
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import read_prefix_statements
+from speculative_infra.constructs.prop_checks import (
+    KEY,
+    TOPIC,
+    finite_number,
+    require_int,
+    require_jsii,
+    require_str,
+)
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 from speculative_infra.spec import ScalingOptions
 
-MAX_CONCURRENT_INVOCATIONS = 1000  # botocore: AsyncInferenceClientConfig.MaxConcurrentInvocationsPerInstance
+# SageMaker API reference, AsyncInferenceClientConfig: MaxConcurrentInvocationsPerInstance, 1-1000
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_AsyncInferenceClientConfig.html).
+MAX_CONCURRENT_INVOCATIONS = 1000
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,21 @@ class AsyncInferenceOptions:
     kms_key: kms.IKey | None = None
 
     def __post_init__(self) -> None:
+        where = "AsyncInferenceOptions"
+        require_str(self.output_s3_uri, "output_s3_uri", where, optional=False)
+        require_str(self.input_s3_uri, "input_s3_uri", where, optional=False)
+        require_str(self.failure_s3_uri, "failure_s3_uri", where)
+        require_jsii(self.success_topic, TOPIC, "success_topic", where)
+        require_jsii(self.error_topic, TOPIC, "error_topic", where)
+        require_jsii(self.kms_key, KEY, "kms_key", where)
+        require_int(
+            self.max_concurrent_invocations_per_instance,
+            "max_concurrent_invocations_per_instance",
+            where,
+            low=1,
+            high=MAX_CONCURRENT_INVOCATIONS,
+            optional=True,
+        )
         parse_s3_uri(self.output_s3_uri, "async_inference.output_s3_uri")
         parse_s3_uri(self.input_s3_uri, "async_inference.input_s3_uri")
         if self.failure_s3_uri is not None:
@@ -147,6 +172,7 @@ def add_async_scaling(
     backlog_per_instance: float,
 ) -> appscaling.ScalableTarget:
     """Scale an asynchronous endpoint's instances on its backlog, from and to zero."""
+    finite_number(backlog_per_instance, "scaling.target_value", scope.node.path, low=0, low_open=True)
     target = appscaling.ScalableTarget(
         scope,
         "ScalableTarget",

@@ -28,6 +28,15 @@ from speculative_infra.catalog import load_catalog
 from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.policies import sagemaker_log_group_arn, write_logs_statement
+from speculative_infra.constructs.prop_checks import (
+    KEY,
+    construct_path,
+    require_bool,
+    require_duration,
+    require_int,
+    require_jsii,
+    require_str,
+)
 from speculative_infra.constructs.schedules import schedule_state_machine
 from speculative_infra.constructs.vllm_model import SpeculativeVllmModel
 from speculative_infra.s3_uri import parse_s3_uri
@@ -44,6 +53,7 @@ EXPECTED_TPOT_MS_FULL_BATCH = 100.0
 TIMEOUT_MARGIN = 1.5
 MIN_INVOCATION_TIMEOUT_S = 60
 DEFAULT_INPUT_FILTER = "$.body"  # OpenAI Batch API lines: {"custom_id", "method", "url", "body"}
+MAX_RUN_SECONDS = 365 * 24 * 3600  # Step Functions quotas: a Standard workflow execution lasts at most 1 year
 _JOB_PREFIX_MAX = 26  # + "-" + a 36-character UUID = 63, the transform job name's limit
 
 
@@ -112,6 +122,35 @@ class BatchInference(Construct):
         :param start_on_upload: start a run for each object created under the input prefix (the bucket
             must send events to EventBridge). Default: false.
         """
+        where = construct_path(scope, construct_id)
+        limits = load_catalog().sagemaker.transform_limits
+        require_str(input_s3_uri, "input_s3_uri", where, optional=False)
+        require_str(output_s3_uri, "output_s3_uri", where, optional=False)
+        require_jsii(kms_key, KEY, "kms_key", where)
+        require_str(input_filter, "input_filter", where)
+        # botocore's SageMaker model: MaxConcurrentTransforms and MaxPayloadInMB are integers (their
+        # product at most 100 MB, checked with the defaults below); ModelClientConfig
+        # InvocationsTimeoutInSeconds 1-3600 and InvocationsMaxRetries 0-3.
+        require_int(max_concurrent_transforms, "max_concurrent_transforms", where, low=1, optional=True)
+        require_int(max_payload_mb, "max_payload_mb", where)
+        require_int(max_output_tokens, "max_output_tokens", where, low=1, optional=True)
+        require_duration(
+            invocation_timeout,
+            "invocation_timeout",
+            where,
+            low_seconds=1,
+            high_seconds=limits.max_invocation_timeout_seconds,
+        )
+        require_int(invocation_retries, "invocation_retries", where)
+        # Step Functions quotas: a Standard execution runs at most one year.
+        require_duration(timeout, "timeout", where, low_seconds=1, high_seconds=MAX_RUN_SECONDS)
+        require_str(schedule, "schedule", where)
+        require_bool(start_on_upload, "start_on_upload", where)
+        if max_output_tokens is not None and invocation_timeout is not None:
+            raise ValueError(
+                f"{where}: max_output_tokens sizes the default invocation_timeout; with invocation_timeout given "
+                "it would be ignored: give one of them"
+            )
         super().__init__(scope, construct_id)
         self.input = parse_s3_uri(input_s3_uri, "input_s3_uri")
         self.output = parse_s3_uri(output_s3_uri, "output_s3_uri")
@@ -120,7 +159,6 @@ class BatchInference(Construct):
                 f"{self.node.path}: output_s3_uri {output_s3_uri!r} has a quote, brace or backslash; allowed: letters, "
                 "digits and / - _ . (it is written into the state machine's States.Format)"
             )
-        limits = load_catalog().sagemaker.transform_limits
         if not 1 <= max_payload_mb <= limits.max_payload_mb:
             raise ValueError(
                 f"{self.node.path}: max_payload_mb is {max_payload_mb}; allowed: 1 to {limits.max_payload_mb}"

@@ -19,7 +19,17 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from speculative_infra.constructs.nag import acknowledge
+from speculative_infra.constructs.prop_checks import (
+    KEY,
+    require_int,
+    require_jsii,
+    require_sequence,
+    require_str,
+)
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
+
+DEFAULT_RETENTION_DAYS = 30
+MAX_RETENTION_DAYS = 3650
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,8 @@ class DataCaptureOptions:
     :param kms_key: key SageMaker encrypts the captured files with. Default: a key is created (rotation on).
     :param json_content_types: content types captured as JSON text rather than base64. Default:
         application/json (vLLM's requests) and text/event-stream (its streamed answers).
-    :param retention_days: lifetime of captured objects in the created bucket (1-3650). Default: 30.
+    :param retention_days: lifetime of captured objects in the created bucket (1-3650); only without
+        ``destination_s3_uri`` (a given bucket keeps its own lifecycle). Default: 30.
     """
 
     sampling_percentage: int = 20
@@ -41,16 +52,39 @@ class DataCaptureOptions:
     destination_s3_uri: str | None = None
     kms_key: kms.IKey | None = None
     json_content_types: Sequence[str] = field(default=("application/json", "text/event-stream"))
-    retention_days: int = 30
+    retention_days: int | None = None  # None: DEFAULT_RETENTION_DAYS for a created bucket
 
     def __post_init__(self) -> None:
+        where = "DataCaptureOptions"
+        # SageMaker API reference: DataCaptureConfig.InitialSamplingPercentage, an integer 0-100;
+        # CaptureContentTypeHeader.JsonContentTypes, 1-10 strings of at most 256 characters.
+        require_int(self.sampling_percentage, "sampling_percentage", where)
+        require_str(self.capture, "capture", where, optional=False)
+        require_str(self.destination_s3_uri, "destination_s3_uri", where)
+        require_jsii(self.kms_key, KEY, "kms_key", where)
+        require_sequence(
+            self.json_content_types,
+            "json_content_types",
+            where,
+            lambda item, name: require_str(item, name, where, optional=False, non_empty=True),
+            optional=False,
+        )
+        require_int(self.retention_days, "retention_days", where, optional=True)
+        if self.retention_days is not None and self.destination_s3_uri is not None:
+            raise ValueError(
+                f"{where}: retention_days ({self.retention_days}) applies to the bucket created without "
+                "destination_s3_uri; a given destination keeps its bucket's own lifecycle, so it would be ignored"
+            )
         problems = []
         if not 0 <= self.sampling_percentage <= 100:
             problems.append(f"sampling_percentage is {self.sampling_percentage}; allowed: 0 to 100")
         if self.capture not in ("input", "output", "both"):
             problems.append(f"capture is {self.capture!r}; allowed: input, output, both")
-        if not 1 <= self.retention_days <= 3650:
-            problems.append(f"retention_days is {self.retention_days}; allowed: 1 to 3650")
+        if self.retention_days is not None and not 1 <= self.retention_days <= MAX_RETENTION_DAYS:
+            problems.append(f"retention_days is {self.retention_days}; allowed: 1 to {MAX_RETENTION_DAYS}")
+        long_types = [t for t in self.json_content_types if len(t) > 256]
+        if long_types:
+            problems.append(f"json_content_types {long_types[0][:40]!r}... is longer than 256 characters")
         if not 1 <= len(self.json_content_types) <= 10:  # botocore: JsonContentTypes, 1-10 items
             problems.append(f"json_content_types has {len(self.json_content_types)} items; allowed: 1 to 10")
         if problems:
@@ -84,7 +118,9 @@ def capture_destination(scope: Construct, options: DataCaptureOptions) -> Captur
         enforce_ssl=True,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
         removal_policy=RemovalPolicy.RETAIN,
-        lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(options.retention_days))],
+        lifecycle_rules=[
+            s3.LifecycleRule(expiration=Duration.days(options.retention_days or DEFAULT_RETENTION_DAYS))
+        ],
     )
     acknowledge(
         bucket,

@@ -30,6 +30,18 @@ from speculative_infra.constructs.policies import (
     sagemaker_log_group_arn,
     write_logs_statement,
 )
+from speculative_infra.constructs.prop_checks import (
+    BUCKET,
+    KEY,
+    ROLE,
+    construct_path,
+    require_bool,
+    require_choice,
+    require_duration,
+    require_jsii,
+    require_str,
+    require_tags,
+)
 from speculative_infra.errors import CompatibilityError
 from speculative_infra.rules.optimization import check_optimization_job
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
@@ -40,6 +52,9 @@ MAX_WAIT = Duration.minutes(55)
 POLL_INTERVAL = Duration.minutes(1)
 DEFAULT_MAX_RUNTIME = Duration.hours(8)  # wait=False; a waited job must end within MAX_WAIT
 DRAFT_MOUNT_PATH = "/opt/ml/model"
+# SageMaker API reference, StoppingCondition: MaxRuntimeInSeconds 1 or more, and a job runs at most 28 days
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StoppingCondition.html).
+MAX_RUNTIME_S = 28 * 24 * 3600
 
 
 def mounted_draft_config(
@@ -135,6 +150,53 @@ class EagleOptimizationJob(Construct):
             ``eagle_model`` additional model data source, as AWS's example of further training does, and
             optimizes that model. Default: none (train a head from scratch).
         """
+        where = construct_path(scope, construct_id)
+        require_str(
+            deployment_instance_type, "deployment_instance_type", where, optional=False, non_empty=True
+        )
+        require_str(model_id, "model_id", where, optional=False, non_empty=True)
+        for name, value in (
+            ("model_s3_uri", model_s3_uri),
+            ("sagemaker_model_name", sagemaker_model_name),
+            ("model_architecture", model_architecture),
+            ("training_data", training_data),
+        ):
+            require_str(value, name, where)
+        require_bool(accept_eula, "accept_eula", where)
+        require_choice(training_data_type, ("S3Prefix", "ManifestFile"), "training_data_type", where)
+        require_jsii(output_bucket, BUCKET, "output_bucket", where)
+        require_str(output_prefix, "output_prefix", where, optional=False)
+        require_jsii(access_logs_bucket, BUCKET, "access_logs_bucket", where)
+        require_duration(max_runtime, "max_runtime", where, low_seconds=1, high_seconds=MAX_RUNTIME_S)
+        require_bool(wait, "wait", where)
+        require_jsii(kms_key, KEY, "kms_key", where)
+        require_jsii(role, ROLE, "role", where)
+        require_tags(tags, "tags", where)
+        if base_draft is not None and not isinstance(base_draft, TrainedDraft):
+            require_str(base_draft, "base_draft", where)
+        ignored = [
+            (
+                access_logs_bucket is not None and output_bucket is not None,
+                "access_logs_bucket",
+                "output_bucket",
+                "logs the bucket the construct creates; a given output_bucket keeps its own logging",
+            ),
+            (
+                accept_eula and model_s3_uri is None,
+                "accept_eula",
+                "model_s3_uri",
+                "is ModelAccessConfig of weights in S3 (model_s3_uri)",
+            ),
+            (
+                training_data_type != "S3Prefix" and training_data is None,
+                "training_data_type",
+                "training_data",
+                "says what training_data is",
+            ),
+        ]
+        for problem, prop, other, why in ignored:
+            if problem:
+                raise ValueError(f"{where}: {prop} {why}; without {other} it would be ignored")
         super().__init__(scope, construct_id)
         self.wait = wait
         cat = load_catalog()

@@ -19,6 +19,15 @@ from speculative_infra.constructs.monitoring_target import BenchmarkSeries
 from speculative_infra.constructs.nag import acknowledge
 from speculative_infra.constructs.options import parse_options_model
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
+from speculative_infra.constructs.prop_checks import (
+    BUCKET,
+    construct_path,
+    require_bool,
+    require_jsii,
+    require_mapping,
+    require_str,
+    wrong_type,
+)
 from speculative_infra.s3_uri import S3Location, parse_s3_uri
 
 # CloudFormation waits at most an hour for a custom resource; one invocation lasts at most 15 minutes.
@@ -39,7 +48,7 @@ PLAN_ATTRIBUTES = (
 class BenchmarkSlo(BaseModel):
     """Per-request objectives; each level then reports goodput (requests meeting all of them)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
@@ -51,7 +60,7 @@ class BenchmarkRateSweep(BaseModel):
     open-loop probes doubling from ``start_rate`` up to ``max_rate`` until one misses, then
     ``bisection_steps`` halvings of the gap between the last sustained and the first missed rate."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     start_rate: float = Field(gt=0, description="Requests/s of the first probe.")
     max_rate: float = Field(gt=0, description="The highest rate probed (bounds the run's time).")
@@ -77,7 +86,7 @@ class BenchmarkRateSweep(BaseModel):
 class BenchmarkOptions(BaseModel):
     """What the post-deploy benchmark measures, and the gates a deployment must pass."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     concurrency: list[int] = Field(default_factory=lambda: [1, 8, 32], min_length=1)
     request_rates: list[float] | None = Field(
@@ -256,14 +265,21 @@ class EndpointBenchmark(Construct):
         :param results_prefix: Default: "endpoint-benchmarks/"; each run writes under <prefix><run id>/.
         :param outputs: put the measured figures in stack outputs. Default: true.
         """
+        where = construct_path(scope, construct_id)
+        if not isinstance(target, Benchmarkable):
+            raise wrong_type(
+                where,
+                "target",
+                "a SpeculativeVllmEndpoint or an LmiInferenceComponent (anything with benchmark_target())",
+                target,
+            )
+        require_mapping(options, "options", where, models=(BenchmarkOptions,))
+        require_jsii(results_bucket, BUCKET, "results_bucket", where)
+        require_str(results_prefix, "results_prefix", where, optional=False)
+        require_bool(outputs, "outputs", where)
         super().__init__(scope, construct_id)
         self.options = parse_options(options, self.node.path)
         check_fits(self.options, self.node.path)
-        if not isinstance(target, Benchmarkable):
-            raise ValueError(
-                f"{self.node.path}: target must be a SpeculativeVllmEndpoint or an LmiInferenceComponent (anything "
-                f"with benchmark_target()), got {type(target).__name__}"
-            )
         info = target.benchmark_target()
         self.results_bucket = results_bucket or s3.Bucket(
             self,

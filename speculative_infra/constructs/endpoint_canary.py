@@ -24,6 +24,7 @@ from speculative_infra.constructs.custom_resource import handler_function, stage
 from speculative_infra.constructs.monitoring_target import Monitorable, MonitoringTarget
 from speculative_infra.constructs.options import parse_options_model
 from speculative_infra.constructs.policies import INVOKE_ACTIONS
+from speculative_infra.constructs.prop_checks import construct_path, require_mapping, wrong_type
 
 MEMORY_MB = 256
 # Custom metrics one canary publishes: 4 per-request series + Requests + FailedRequests, and one Errors
@@ -38,7 +39,7 @@ MAX_RUN_SECONDS = 840  # a Lambda invocation lasts at most 15 minutes; one minut
 class CanaryOptions(BaseModel):
     """How often and how hard the canary probes the endpoint."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     every_minutes: int = Field(default=5, ge=1, le=1440, description="Default: 5.")
     requests: int = Field(default=3, ge=1, le=20, description="Requests per run, one at a time. Default: 3.")
@@ -171,12 +172,16 @@ class EndpointCanary(Construct):
         :param target: a SpeculativeVllmEndpoint or LmiInferenceComponent (anything with monitoring_target()).
         :param options: schedule and requests. Default: CanaryOptions() (3 requests of 64 tokens every 5 minutes).
         """
-        super().__init__(scope, construct_id)
+        where = construct_path(scope, construct_id)
         if not isinstance(target, Monitorable):
-            raise ValueError(
-                f"{self.node.path}: target must be a SpeculativeVllmEndpoint or an LmiInferenceComponent "
-                f"(anything with monitoring_target()), got {type(target).__name__}"
+            raise wrong_type(
+                where,
+                "target",
+                "a SpeculativeVllmEndpoint or an LmiInferenceComponent (anything with monitoring_target())",
+                target,
             )
+        require_mapping(options, "options", where, models=(CanaryOptions,))
+        super().__init__(scope, construct_id)
         self.options = parse_canary_options(options, self.node.path)
         self.target = target.monitoring_target()
         self.enabled = (

@@ -21,6 +21,8 @@ from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, En
 from speculative_infra.constructs.execution_role import add_execution_permissions
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.inference_component_endpoint import (
+    MAX_INSTANCES,
+    ROUTING_STRATEGIES,
     InferenceComponentEndpoint,
     RoutingStrategy,
 )
@@ -32,7 +34,25 @@ from speculative_infra.constructs.planned_workload import (
     parse_workload,
     scaling_levels,
 )
-from speculative_infra.constructs.props import as_mapping, default_timeouts, secret_id, timeout_seconds
+from speculative_infra.constructs.prop_checks import (
+    SECRET,
+    construct_path,
+    require_choice,
+    require_duration,
+    require_instance,
+    require_int,
+    require_jsii,
+    require_mapping,
+    require_mapping_of_str,
+    require_str,
+    require_tags,
+)
+from speculative_infra.constructs.props import (
+    as_mapping,
+    default_timeouts,
+    secret_id,
+    timeout_seconds,
+)
 from speculative_infra.constructs.scaling import add_auto_scaling, default_target_value
 from speculative_infra.constructs.validation import validate_deployment
 from speculative_infra.cost import estimate_cost
@@ -44,6 +64,12 @@ from speculative_infra.spec import EngineArgs, ScalingOptions, SpecError, Specul
 
 # Host memory a copy reserves beyond its weights (Python, tokenizer, CUDA context, buffers).
 HOST_MEMORY_OVERHEAD_MB = 4096
+# Copies of one component: the endpoint's instances times the copies an instance holds (one per GPU at
+# most); far above any quota, so a larger number is a mistake rather than a plan.
+MAX_COPIES = 10_000
+# SageMaker API reference, InferenceComponentComputeResourceRequirements: MinMemoryRequiredInMb, 128 or
+# more (the instance's memory bounds it, rule SI700).
+MIN_MEMORY_MB = 128
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
@@ -60,7 +86,7 @@ class LmiInferenceComponent(Construct, Observable, PlannedEndpoint):
         instance_type: str | None = None,
         min_instance_count: int | None = None,
         max_instance_count: int | None = None,
-        routing_strategy: RoutingStrategy = "LEAST_OUTSTANDING_REQUESTS",
+        routing_strategy: RoutingStrategy | None = None,
         lmi_version: str | None = None,
         tensor_parallel_degree: int | None = None,
         engine: EngineArgs | Mapping[str, Any] | None = None,
@@ -87,7 +113,8 @@ class LmiInferenceComponent(Construct, Observable, PlannedEndpoint):
             zero copies.
         :param max_instance_count: only without ``endpoint``. Default: enough instances for
             ``scaling.max_capacity`` copies (else ``copy_count``).
-        :param routing_strategy: only without ``endpoint``. Default: LEAST_OUTSTANDING_REQUESTS.
+        :param routing_strategy: only without ``endpoint`` (the endpoint's own otherwise). Default:
+            LEAST_OUTSTANDING_REQUESTS.
         :param lmi_version: LMI major version. Default: the newest LMI release in the catalog.
         :param tensor_parallel_degree: GPUs per copy. Default: the instance's GPU count.
         :param engine: vLLM engine args, passed as OPTION_* (typed model or mapping).
@@ -110,6 +137,33 @@ class LmiInferenceComponent(Construct, Observable, PlannedEndpoint):
             annotation at synth, kept in ``planned_levels``, and published by ``benchmark`` beside what it
             measures. Default: none (no prediction).
         """
+        _check_props(
+            construct_path(scope, construct_id),
+            model_id=model_id,
+            endpoint=endpoint,
+            instance_type=instance_type,
+            min_instance_count=min_instance_count,
+            max_instance_count=max_instance_count,
+            routing_strategy=routing_strategy,
+            lmi_version=lmi_version,
+            tensor_parallel_degree=tensor_parallel_degree,
+            engine=engine,
+            speculative=speculative,
+            model_facts=model_facts,
+            copy_count=copy_count,
+            scaling=scaling,
+            inference_component_name=inference_component_name,
+            min_memory_required_in_mb=min_memory_required_in_mb,
+            timeouts={
+                "container_startup_health_check_timeout": container_startup_health_check_timeout,
+                "model_data_download_timeout": model_data_download_timeout,
+            },
+            environment=environment,
+            hf_token=hf_token,
+            tags=tags,
+            benchmark=benchmark,
+            workload=workload,
+        )
         super().__init__(scope, construct_id)
         self.workload = parse_workload(workload, self.node.path)
         scaling_options = _parse_scaling(scaling, self.node.path)
@@ -122,13 +176,16 @@ class LmiInferenceComponent(Construct, Observable, PlannedEndpoint):
                 instance_type,
                 min_instance_count,
                 max_instance_count,
-                routing_strategy,
+                routing_strategy or "LEAST_OUTSTANDING_REQUESTS",
                 copy_count,
                 scaling_options,
             )
-        elif instance_type is not None or min_instance_count is not None or max_instance_count is not None:
+        elif any(
+            v is not None for v in (instance_type, min_instance_count, max_instance_count, routing_strategy)
+        ):
             raise ValueError(
-                f"{self.node.path}: instance_type and instance counts belong to the endpoint when one is given"
+                f"{self.node.path}: instance_type, instance counts and routing_strategy belong to the endpoint "
+                "when one is given"
             )
         if not isinstance(endpoint, InferenceComponentEndpoint):
             raise ValueError(f"{self.node.path}: endpoint must be an InferenceComponentEndpoint")
@@ -373,6 +430,58 @@ class LmiInferenceComponent(Construct, Observable, PlannedEndpoint):
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Invoke permissions on the component's endpoint (requests name the component)."""
         return self.endpoint.grant_invoke(grantee)
+
+
+def _check_props(
+    where: str,
+    *,
+    model_id: Any,
+    endpoint: Any,
+    instance_type: Any,
+    min_instance_count: Any,
+    max_instance_count: Any,
+    routing_strategy: Any,
+    lmi_version: Any,
+    tensor_parallel_degree: Any,
+    engine: Any,
+    speculative: Any,
+    model_facts: Any,
+    copy_count: Any,
+    scaling: Any,
+    inference_component_name: Any,
+    min_memory_required_in_mb: Any,
+    timeouts: dict[str, Any],
+    environment: Any,
+    hf_token: Any,
+    tags: Any,
+    benchmark: Any,
+    workload: Any,
+) -> None:
+    """Types and ranges of the props, before any jsii call sees them (the engine's are the spec's)."""
+    require_str(model_id, "model_id", where, optional=False, non_empty=True)
+    require_instance(endpoint, InferenceComponentEndpoint, "endpoint", where)
+    require_str(instance_type, "instance_type", where)
+    require_int(min_instance_count, "min_instance_count", where, low=0, high=MAX_INSTANCES, optional=True)
+    require_int(max_instance_count, "max_instance_count", where, low=1, high=MAX_INSTANCES, optional=True)
+    require_choice(routing_strategy, ROUTING_STRATEGIES, "routing_strategy", where, optional=True)
+    require_str(lmi_version, "lmi_version", where)
+    require_int(tensor_parallel_degree, "tensor_parallel_degree", where, low=1, optional=True)
+    require_mapping(engine, "engine", where, models=(EngineArgs,))
+    require_mapping(speculative, "speculative", where, models=(SpeculativeConfig,))
+    require_mapping(model_facts, "model_facts", where)
+    require_int(copy_count, "copy_count", where, high=MAX_COPIES)
+    require_mapping(scaling, "scaling", where, models=(ScalingOptions,))
+    require_str(inference_component_name, "inference_component_name", where)
+    require_int(
+        min_memory_required_in_mb, "min_memory_required_in_mb", where, low=MIN_MEMORY_MB, optional=True
+    )
+    for name, timeout in timeouts.items():
+        require_duration(timeout, name, where)  # its range: timeout_seconds (the same message as ever)
+    require_mapping_of_str(environment, "environment", where)
+    require_jsii(hf_token, SECRET, "hf_token", where)
+    require_tags(tags, "tags", where)
+    require_mapping(benchmark, "benchmark", where, models=(BenchmarkOptions,))
+    require_mapping(workload, "workload", where, models=(PlannedWorkload,))
 
 
 def _parse_scaling(value: ScalingOptions | Mapping[str, Any] | None, path: str) -> ScalingOptions | None:

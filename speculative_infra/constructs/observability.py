@@ -11,6 +11,7 @@ from aws_cdk import Duration
 from constructs import Construct
 
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
+from speculative_infra.constructs.prop_checks import require_bool
 
 if TYPE_CHECKING:
     from aws_cdk import aws_sns as sns
@@ -100,6 +101,7 @@ class Observable:
         from speculative_infra.constructs.slo_alarms import CanarySchedule, SloAlarms, alarm_topic
 
         scope = self._scope()
+        require_bool(create_topic, "create_topic", f"{scope.node.path}/SloAlarms")
         if self.slo_alarms is not None:
             raise ValueError(f"{scope.node.path}: add_slo_alarms() was already called")
         self._real_time_only("add_slo_alarms()")

@@ -26,7 +26,7 @@ from speculative_infra.spec.models import ScalingOptions
 class PlannedWorkload(BaseModel):
     """Mean tokens per request the endpoint is expected to serve; the planner predicts for them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     input_tokens: int = Field(ge=1, description="Mean prompt tokens per request.")
     output_tokens: int = Field(ge=1, description="Mean generated tokens per request.")

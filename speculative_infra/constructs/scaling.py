@@ -6,6 +6,7 @@ from aws_cdk import Duration, TimeZone
 from aws_cdk import aws_applicationautoscaling as appscaling
 from constructs import Construct, IDependable
 
+from speculative_infra.constructs.prop_checks import finite_number
 from speculative_infra.spec import ScalingOptions
 
 _CONCURRENCY = {
@@ -41,6 +42,8 @@ def add_auto_scaling(
     depends_on: IDependable | None = None,
 ) -> appscaling.ScalableTarget:
     """A scalable target with a target-tracking policy and the scheduled actions of `options`."""
+    # NaN or infinity would stop the jsii kernel (it cannot serialize them); the spec refuses them too.
+    finite_number(target_value, "scaling.target_value", scope.node.path, low=0, low_open=True)
     target = appscaling.ScalableTarget(
         scope,
         "ScalableTarget",

@@ -16,7 +16,12 @@ def schedule_state_machine(
     scope: Construct, machine: sfn.StateMachine, expression: str, description: str
 ) -> scheduler.CfnSchedule:
     """`Schedule` and `ScheduleRole` under `scope`; a malformed expression is a ValueError naming it."""
-    if not expression.startswith(EXPRESSION_PREFIXES):
+    if not isinstance(expression, str):
+        raise TypeError(
+            f"{scope.node.path}: schedule must be a string (cron(...), rate(...) or at(...)), got "
+            f"{type(expression).__name__} {expression!r}"
+        )
+    if not expression.startswith(EXPRESSION_PREFIXES) or not expression.endswith(")"):
         raise ValueError(
             f"{scope.node.path}: schedule is {expression!r}; allowed: cron(...), rate(...) or at(...)"
         )

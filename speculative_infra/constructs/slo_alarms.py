@@ -19,6 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from speculative_infra.constructs.metrics import canary_metric, invocation_metric
 from speculative_infra.constructs.monitoring_target import MonitoringTarget
 from speculative_infra.constructs.options import parse_options_model
+from speculative_infra.constructs.prop_checks import (
+    TOPIC,
+    construct_path,
+    require_instance,
+    require_jsii,
+    require_mapping,
+)
 
 # Canary figures: a period holds three runs (15 minutes at the default 5-minute schedule); two breaching
 # periods in a row alarm, so a single slow run does not page anyone. SageMaker's error rate: 5-minute
@@ -42,7 +49,7 @@ class CanarySchedule:
 class EndpointSlos(BaseModel):
     """Objectives; each one given becomes an alarm. Canary-based objectives need the canary."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     p90_ttft_ms: float | None = Field(default=None, gt=0, description="Canary p90 time to first token.")
     p90_tpot_ms: float | None = Field(default=None, gt=0, description="Canary p90 time per output token.")
@@ -63,6 +70,10 @@ class EndpointSlos(BaseModel):
 
     @model_validator(mode="after")
     def _floor(self) -> EndpointSlos:
+        if "acceptance_drop" in self.model_fields_set and self.min_tokens_per_chunk != "benchmark":
+            raise ValueError(
+                "acceptance_drop applies with min_tokens_per_chunk='benchmark' only; it would be ignored"
+            )
         if isinstance(self.min_tokens_per_chunk, float) and self.min_tokens_per_chunk <= 1:
             raise ValueError(
                 "min_tokens_per_chunk must be > 1 (one token per chunk is no speculation at all)"
@@ -113,6 +124,11 @@ class SloAlarms(Construct):
         """
         :param canary: the canary's schedule, if there is one (its figures feed the canary alarms).
         """
+        where = construct_path(scope, construct_id)
+        require_instance(target, MonitoringTarget, "target", where, optional=False)
+        require_mapping(slos, "slos", where, models=(EndpointSlos,), optional=False)
+        require_instance(canary, CanarySchedule, "canary", where)
+        require_jsii(topic, TOPIC, "topic", where)
         super().__init__(scope, construct_id)
         self.slos = parse_slos(slos, self.node.path)
         missing = self.slos.needs_canary()

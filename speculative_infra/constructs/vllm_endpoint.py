@@ -43,6 +43,18 @@ from speculative_infra.constructs.planned_workload import (
     scaling_levels,
 )
 from speculative_infra.constructs.policies import grant_invoke
+from speculative_infra.constructs.prop_checks import (
+    ALARM,
+    construct_path,
+    require_choice,
+    require_duration,
+    require_instance,
+    require_int,
+    require_jsii_sequence,
+    require_mapping,
+    require_resource_name,
+    require_tags,
+)
 from speculative_infra.constructs.props import (
     default_timeouts,
     publish_cost,
@@ -64,6 +76,7 @@ from speculative_infra.spec import (
 
 VARIANT_NAME = "AllTraffic"
 MODEL_MOUNT_PATH = "/opt/ml/model"
+MAX_ROLLBACK_ALARMS = 10  # SageMaker API reference, AutoRollbackConfig: Alarms, 1-10 items
 
 
 @dataclass(frozen=True)
@@ -71,7 +84,7 @@ class DeploymentGuardrails:
     """How endpoint updates roll out, and the alarms that roll them back.
 
     :param strategy: "blue_green" (default) or "rolling".
-    :param alarms: CloudWatch alarms that trigger auto-rollback. Default: none.
+    :param alarms: CloudWatch alarms that trigger auto-rollback (at most 10). Default: none.
     :param wait_interval_seconds: bake time before the switch (0-3600). Default: 300.
     :param termination_wait_seconds: blue/green only, how long the old fleet stays (0-3600). Default: 300.
     :param rolling_batch_percent: rolling only, share of capacity per batch (5-50). Default: 25.
@@ -80,23 +93,39 @@ class DeploymentGuardrails:
     strategy: Literal["blue_green", "rolling"] = "blue_green"
     alarms: Sequence[cloudwatch.IAlarm] = ()
     wait_interval_seconds: int = 300
-    termination_wait_seconds: int = 300
-    rolling_batch_percent: int = 25
+    # None: the default of the strategy it applies to (300 s, 25%); given for the other strategy, refused.
+    termination_wait_seconds: int | None = None
+    rolling_batch_percent: int | None = None
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.strategy not in ("blue_green", "rolling"):
-            problems.append(f"strategy is {self.strategy!r}; allowed: blue_green, rolling")
-        for name, low, high in (
-            ("wait_interval_seconds", 0, 3600),
-            ("termination_wait_seconds", 0, 3600),
-            ("rolling_batch_percent", 5, 50),
+        where = "DeploymentGuardrails"
+        require_choice(self.strategy, ("blue_green", "rolling"), "strategy", where)
+        # SageMaker API reference: AutoRollbackConfig.Alarms 1-10 items; TrafficRoutingConfig and
+        # RollingUpdatePolicy WaitIntervalInSeconds 0-3600; BlueGreenUpdatePolicy
+        # TerminationWaitInSeconds 0-3600; rolling MaximumBatchSize CAPACITY_PERCENT 5-50 (the
+        # "Rolling deployments" guide).
+        require_jsii_sequence(self.alarms, ALARM, "alarms", where)
+        if len(self.alarms) > MAX_ROLLBACK_ALARMS:
+            raise ValueError(
+                f"{where}: alarms has {len(self.alarms)} alarms; allowed: at most {MAX_ROLLBACK_ALARMS}"
+            )
+        require_int(self.wait_interval_seconds, "wait_interval_seconds", where, low=0, high=3600)
+        applies = {"termination_wait_seconds": "blue_green", "rolling_batch_percent": "rolling"}
+        for name, low, high, default in (
+            ("termination_wait_seconds", 0, 3600, 300),
+            ("rolling_batch_percent", 5, 50, 25),
         ):
             value = getattr(self, name)
-            if not low <= value <= high:
-                problems.append(f"{name} is {value}; allowed: {low} to {high}")
-        if problems:
-            raise ValueError("DeploymentGuardrails: " + "; ".join(problems))
+            if value is None:
+                if applies[name] == self.strategy:
+                    object.__setattr__(self, name, default)
+                continue
+            if applies[name] != self.strategy:
+                raise ValueError(
+                    f"{where}: {name} ({value!r}) applies to strategy {applies[name]!r} only; the strategy is "
+                    f"{self.strategy!r}, which would ignore it"
+                )
+            require_int(value, name, where, low=low, high=high)
 
 
 class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable, PlannedEndpoint):
@@ -188,6 +217,19 @@ class SpeculativeVllmEndpoint(SpeculativeVllmModel, EndpointMetrics, Observable,
             annotation at synth, kept in ``planned_levels``, and published by ``benchmark`` beside what it
             measures. Default: none (no prediction).
         """
+        where = construct_path(scope, construct_id)
+        require_resource_name(endpoint_name, "endpoint_name", where)
+        for name, timeout in (
+            ("container_startup_health_check_timeout", container_startup_health_check_timeout),
+            ("model_data_download_timeout", model_data_download_timeout),
+        ):
+            require_duration(timeout, name, where)  # its range: timeout_seconds (the same message as ever)
+        require_tags(tags, "tags", where)
+        require_instance(deployment_guardrails, DeploymentGuardrails, "deployment_guardrails", where)
+        require_mapping(benchmark, "benchmark", where, models=(BenchmarkOptions,))
+        require_instance(async_inference, AsyncInferenceOptions, "async_inference", where)
+        require_instance(data_capture, DataCaptureOptions, "data_capture", where)
+        require_mapping(workload, "workload", where, models=(PlannedWorkload,))
         super().__init__(
             scope,
             construct_id,
@@ -446,7 +488,7 @@ def _deployment_config(
             auto_rollback_configuration=rollback,
             rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
                 maximum_batch_size=sagemaker.CfnEndpoint.CapacitySizeProperty(
-                    type="CAPACITY_PERCENT", value=guardrails.rolling_batch_percent
+                    type="CAPACITY_PERCENT", value=guardrails.rolling_batch_percent or 25
                 ),
                 wait_interval_in_seconds=guardrails.wait_interval_seconds,
             ),
@@ -457,6 +499,6 @@ def _deployment_config(
             traffic_routing_configuration=sagemaker.CfnEndpoint.TrafficRoutingConfigProperty(
                 type="ALL_AT_ONCE", wait_interval_in_seconds=guardrails.wait_interval_seconds
             ),
-            termination_wait_in_seconds=guardrails.termination_wait_seconds,
+            termination_wait_in_seconds=guardrails.termination_wait_seconds or 0,
         ),
     )

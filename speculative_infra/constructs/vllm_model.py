@@ -20,6 +20,24 @@ from speculative_infra.constructs.eagle_job import TrainedDraft
 from speculative_infra.constructs.execution_role import add_execution_permissions, create_execution_role
 from speculative_infra.constructs.image import image_uri, repository_arn, stack_region
 from speculative_infra.constructs.network import model_vpc_config
+from speculative_infra.constructs.prop_checks import (
+    KEY,
+    ROLE,
+    SECRET,
+    SECURITY_GROUP,
+    VPC,
+    construct_path,
+    require_bool,
+    require_choice,
+    require_instance,
+    require_int,
+    require_jsii,
+    require_jsii_sequence,
+    require_mapping,
+    require_mapping_of_str,
+    require_sequence,
+    require_str,
+)
 from speculative_infra.constructs.props import as_mapping, secret_id
 from speculative_infra.constructs.validation import validate_deployment
 from speculative_infra.render import render_environment
@@ -101,6 +119,31 @@ class SpeculativeVllmModel(Construct):
         :param serving: how it is served ("real_time", "async" or "batch"); the rules check
             the deployment for that kind. Default: "real_time".
         """
+        check_model_props(
+            construct_path(scope, construct_id),
+            instance_type=instance_type,
+            model_id=model_id,
+            model_data=model_data,
+            model_facts=model_facts,
+            vllm_version=vllm_version,
+            lmi_version=lmi_version,
+            engine=engine,
+            speculative=speculative,
+            instance_count=instance_count,
+            inference_ami_version=inference_ami_version,
+            scaling=scaling,
+            role=role,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
+            kms_key=kms_key,
+            enable_network_isolation=enable_network_isolation,
+            volume_size_in_gb=volume_size_in_gb,
+            environment=environment,
+            hf_token=hf_token,
+            extra_model_data=extra_model_data,
+            serving=serving,
+        )
         super().__init__(scope, construct_id)
         if model_id is None and model_data is None:
             raise ValueError(f"{self.node.path}: give model_id (a Hugging Face id) or model_data (an S3 URI)")
@@ -222,3 +265,72 @@ class SpeculativeVllmModel(Construct):
                 s3_uri=uri, s3_data_type="S3Prefix", compression_type="None"
             )
         )
+
+
+def check_model_props(
+    where: str,
+    *,
+    instance_type: Any,
+    model_id: Any,
+    model_data: Any,
+    model_facts: Any,
+    vllm_version: Any,
+    lmi_version: Any,
+    engine: Any,
+    speculative: Any,
+    instance_count: Any,
+    inference_ami_version: Any,
+    scaling: Any,
+    role: Any,
+    vpc: Any,
+    vpc_subnets: Any,
+    security_groups: Any,
+    kms_key: Any,
+    enable_network_isolation: Any,
+    volume_size_in_gb: Any,
+    environment: Any,
+    hf_token: Any,
+    extra_model_data: Any,
+    serving: Any,
+) -> None:
+    """The model props' types (and that none is ignored), before any jsii call sees them. Their values
+    (counts, sizes, engine args) are the spec's to check."""
+    require_str(instance_type, "instance_type", where, optional=False, non_empty=True)
+    for name, value in (
+        ("model_id", model_id),
+        ("model_data", model_data),
+        ("vllm_version", vllm_version),
+        ("lmi_version", lmi_version),
+        ("inference_ami_version", inference_ami_version),
+    ):
+        require_str(value, name, where)
+    require_mapping(model_facts, "model_facts", where)
+    require_mapping(engine, "engine", where, models=(EngineArgs,))
+    require_mapping(speculative, "speculative", where, models=(SpeculativeConfig, TrainedDraft))
+    require_mapping(scaling, "scaling", where, models=(ScalingOptions,))
+    require_int(instance_count, "instance_count", where)
+    require_int(volume_size_in_gb, "volume_size_in_gb", where, optional=True)
+    require_bool(enable_network_isolation, "enable_network_isolation", where)
+    require_mapping_of_str(environment, "environment", where)
+    require_jsii(role, ROLE, "role", where)
+    require_jsii(kms_key, KEY, "kms_key", where)
+    require_jsii(hf_token, SECRET, "hf_token", where)
+    require_jsii(vpc, VPC, "vpc", where)
+    require_instance(vpc_subnets, ec2.SubnetSelection, "vpc_subnets", where)
+    if security_groups is not None:
+        require_jsii_sequence(security_groups, SECURITY_GROUP, "security_groups", where)
+    if vpc is None:
+        given = [n for n, v in (("vpc_subnets", vpc_subnets), ("security_groups", security_groups)) if v]
+        if given:
+            raise ValueError(
+                f"{where}: {' and '.join(given)} apply to the model's VPC; give vpc too (without it the "
+                "containers run in SageMaker's network and these would be ignored)"
+            )
+    require_sequence(
+        extra_model_data,
+        "extra_model_data",
+        where,
+        lambda item, name: require_instance(item, S3Location, name, where, optional=False),
+        optional=False,
+    )
+    require_choice(serving, ("real_time", "async", "batch"), "serving", where)

@@ -13,6 +13,19 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from speculative_infra.constructs.batch_inference import MAX_RUN_SECONDS
+from speculative_infra.constructs.eagle_job import MAX_RUNTIME_S
+from speculative_infra.constructs.prop_checks import (
+    ALARM,
+    construct_path,
+    finite_number,
+    require_duration,
+    require_instance,
+    require_int,
+    require_jsii,
+    require_jsii_sequence,
+    require_str,
+)
 from speculative_infra.constructs.retraining_loop.arns import sagemaker_arn
 from speculative_infra.constructs.retraining_loop.context import CycleContext
 from speculative_infra.constructs.retraining_loop.functions import (
@@ -27,6 +40,7 @@ from speculative_infra.constructs.retraining_loop.state_machine import (
     retraining_state_machine,
 )
 from speculative_infra.constructs.schedules import schedule_state_machine
+from speculative_infra.constructs.vllm_endpoint import MAX_ROLLBACK_ALARMS
 from speculative_infra.s3_uri import parse_s3_uri
 
 EPOCH = "1970-01-01T00:00:00Z"
@@ -75,6 +89,28 @@ class EagleRetrainingLoop(Construct):
         :param rollback_alarms: alarms that roll the blue/green promotion back. Default: none.
         :param timeout: a cycle's limit. Default: 24 hours.
         """
+        where = construct_path(scope, construct_id)
+        require_instance(head, ServedEagleHead, "head", where, optional=False)
+        require_str(model_s3_uri, "model_s3_uri", where, optional=False)
+        require_str(schedule, "schedule", where)
+        require_jsii(start_on_alarm, ALARM, "start_on_alarm", where)
+        require_int(min_conversations, "min_conversations", where)
+        require_int(max_chars, "max_chars", where, low=1)
+        require_duration(job_max_runtime, "job_max_runtime", where, low_seconds=1, high_seconds=MAX_RUNTIME_S)
+        # Step Functions Wait state: Seconds, a positive integer (one year at most, an execution's limit).
+        require_duration(
+            job_poll_interval, "job_poll_interval", where, low_seconds=1, high_seconds=MAX_RUN_SECONDS
+        )
+        require_int(evaluation_concurrency, "evaluation_concurrency", where, low=1)
+        require_int(evaluation_requests, "evaluation_requests", where, low=1)
+        require_int(evaluation_output_tokens, "evaluation_output_tokens", where, low=1)
+        finite_number(margin, "margin", where, low=0, high=1, low_open=True, high_open=True)
+        require_jsii_sequence(rollback_alarms, ALARM, "rollback_alarms", where)
+        if len(rollback_alarms) > MAX_ROLLBACK_ALARMS:
+            raise ValueError(
+                f"{where}: rollback_alarms has {len(rollback_alarms)} alarms; allowed: at most {MAX_ROLLBACK_ALARMS}"
+            )
+        require_duration(timeout, "timeout", where, low_seconds=1, high_seconds=MAX_RUN_SECONDS)
         super().__init__(scope, construct_id)
         capture = getattr(endpoint, "capture_destination", None)
         if capture is None:
