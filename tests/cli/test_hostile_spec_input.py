@@ -618,3 +618,19 @@ def test_preflight_refuses_a_malformed_cloud_assembly(run_cli, tmp_path, manifes
         (tmp_path / "S.template.json").write_text(template)
     code, _, err = run_cli("preflight", str(tmp_path), "--region", "us-east-1")
     assert code == 2 and reason in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        {"num_attention_heads": 8, "num_key_value_heads": 8},  # multi-head attention: one KV head per head
+        {"num_attention_heads": 8, "num_key_value_heads": 1},  # multi-query attention
+        {"num_hidden_layers": 4, "sliding_window_layers": 4},
+        {"parameters_billion": 20, "active_parameters_billion": 20, "quantized_parameters_billion": 20},
+        {"num_experts": 8, "experts_per_token": 8},
+    ],
+)
+def test_equality_at_each_boundary_is_consistent(facts):
+    from speculative_infra.model_consistency import model_facts_problems
+
+    assert model_facts_problems(facts) == []
