@@ -56,11 +56,16 @@ def _kind(mode: int) -> str:
 def read_bytes(path: str | os.PathLike[str], *, max_bytes: int, what: str = "file") -> bytes:
     """At most `max_bytes` of a regular file; InputFileError for anything else."""
     try:
-        mode = os.stat(path).st_mode
+        info = os.stat(path)
     except OSError as err:
         raise InputFileError(path, f"cannot read the {what}: {err.strerror or err}") from None
-    if not stat.S_ISREG(mode):
-        raise InputFileError(path, f"is {_kind(mode)}; expected the {what} as a regular file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFileError(path, f"is {_kind(info.st_mode)}; expected the {what} as a regular file")
+    too_large = InputFileError(
+        path, f"the {what} is larger than {_size(max_bytes)}; allowed: at most {_size(max_bytes)}"
+    )
+    if info.st_size > max_bytes:  # refused at once; a file that grows while read is caught below
+        raise too_large
     try:
         # O_NONBLOCK: should the path become a FIFO between stat and open, the open does not wait.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -69,12 +74,10 @@ def read_bytes(path: str | os.PathLike[str], *, max_bytes: int, what: str = "fil
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InputFileError(path, f"is {_kind(os.fstat(fd).st_mode)}; expected a regular file")
-        # Read one byte past the limit instead of trusting st_size (a file can grow while read).
+        # Read one byte past the limit as well: st_size may change between stat and read.
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise InputFileError(
-            path, f"the {what} is larger than {_size(max_bytes)}; allowed: at most {_size(max_bytes)}"
-        )
+        raise too_large
     return data
 
 
@@ -137,11 +140,15 @@ def parse_json(text: str, *, source: str, max_nesting: int = MAX_NESTING) -> Any
             source, f"JSON nested more deeply than Python parses; allowed: {max_nesting} levels"
         ) from None
     except json.JSONDecodeError as err:
-        raise InputFileError(source, f"not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+        raise InputFileError(
+            source, f"not valid JSON (line {err.lineno}, column {err.colno}: {err.msg})"
+        ) from None
     except ValueError as err:
         raise InputFileError(source, f"not valid JSON ({err})") from None
     if nesting_depth(value, max_nesting) > max_nesting:
-        raise InputFileError(source, f"JSON nested more than {max_nesting} levels deep; allowed: {max_nesting}")
+        raise InputFileError(
+            source, f"JSON nested more than {max_nesting} levels deep; allowed: {max_nesting}"
+        )
     return value
 
 
@@ -195,4 +202,3 @@ def write_text(path: str | os.PathLike[str], text: str, *, what: str = "output")
 
 def _size(n: int) -> str:
     return f"{n // MIB} MiB" if n >= MIB and n % MIB == 0 else f"{n} bytes"
-

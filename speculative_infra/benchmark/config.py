@@ -16,6 +16,12 @@ from .schema import ConfigError, Record, validate_fields
 
 __all__ = [
     "DEFAULT_CONCURRENCY_LEVELS",
+    "MAX_CONCURRENCY",
+    "MAX_LABEL_CHARS",
+    "MAX_REQUESTS_PER_LEVEL",
+    "MAX_REQUEST_RATE",
+    "MAX_TOKENS_PER_REQUEST",
+    "MIN_REQUEST_RATE",
     "BenchmarkConfig",
     "ConfigError",
     "CostConfig",
@@ -31,6 +37,43 @@ __all__ = [
 ]
 
 DEFAULT_CONCURRENCY_LEVELS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
+
+# Bounds of the load parameters, in one place: the CLI, the Lambda and results files all pass through
+# these records (docs/security.md, "Hostile input"). Each keeps a typo from becoming a hang or an
+# exhausted machine, and stays well outside what a real benchmark asks.
+MAX_TOKENS_PER_REQUEST = 10_000_000
+"""Prompt or output tokens of one request: the largest context window offered is 10M tokens."""
+MIN_REQUEST_RATE = 0.01
+"""Requests/s: a level's default 32 arrivals already take ~53 minutes; 1e-9 would never send the second."""
+MAX_REQUEST_RATE = 1000.0
+"""Requests/s: bodies are built before the level (10 s of arrivals each); more than an endpoint serves."""
+MAX_CONCURRENCY = 10_000
+"""Slots (each a connection and a task): ~40 cores' worth at about 256 streams per core."""
+MAX_REQUESTS_PER_LEVEL = 1_000_000
+"""Measured requests of a level (bodies built up front); a batch over the largest dataset fits."""
+MAX_WORKERS = 256
+"""Processes sharing a level: one per core, more cores than any one machine has."""
+MAX_RETRIES = 10
+"""Retries double their wait from 0.5 s: the 10th already waits 256 s."""
+MAX_TIMEOUT_S = 86_400.0
+"""Per request: a day (SageMaker ends a response stream after 8 minutes)."""
+MIN_TIMEOUT_S = 0.001
+"""Per request: no answer comes back within less than a millisecond."""
+MAX_TIME_BUDGET_S = 7 * 86_400.0
+"""The whole sweep: a week."""
+MAX_RAMP_UP_S = 3_600.0
+"""Spreading the slots' first requests over more than an hour measures nothing but the ramp."""
+MIN_BURSTINESS, MAX_BURSTINESS = 0.01, 100.0
+"""Gamma shape of the gaps: below 0.01 the draws reach infinity; above 100 they are all the same."""
+MAX_BISECTION_STEPS = 20
+"""Rate sweep: 20 halvings pin the rate to a millionth of the bracket."""
+MAX_PRICE_PER_HOUR = 100_000.0
+"""$ per instance-hour: the dearest instance is ~$100/h."""
+MAX_INSTANCE_COUNT = 10_000
+MAX_TEMPERATURE = 100.0
+"""Sampling temperature: servers accept 0-2 in practice."""
+MAX_LABEL_CHARS = 200
+"""A label names a configuration in a report's legends and headings."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,9 +97,9 @@ class WorkloadConfig(Record):
     ``usage.prompt_tokens`` is recorded when it reports one.
     """
 
-    input_tokens: int = field(default=1000, metadata={"ge": 1})
-    output_tokens: int = field(default=560, metadata={"ge": 1})
-    shared_prefix_tokens: int = field(default=0, metadata={"ge": 0})
+    input_tokens: int = field(default=1000, metadata={"ge": 1, "le": MAX_TOKENS_PER_REQUEST})
+    output_tokens: int = field(default=560, metadata={"ge": 1, "le": MAX_TOKENS_PER_REQUEST})
+    shared_prefix_tokens: int = field(default=0, metadata={"ge": 0, "le": MAX_TOKENS_PER_REQUEST})
     seed: int | None = None
     """Prompt seed. ``None``: a new random seed per run (recorded in the results), so rerunning
     against the same endpoint does not hit prefix-cache entries left by the previous run."""
@@ -64,7 +107,7 @@ class WorkloadConfig(Record):
     """New prompts at every level so a level cannot hit prefix-cache entries left by the previous one."""
     force_output_length: bool = True
     """Send ``ignore_eos``/``min_tokens`` so every request generates exactly ``output_tokens``."""
-    temperature: float | None = None
+    temperature: float | None = field(default=None, metadata={"ge": 0, "le": MAX_TEMPERATURE})
     """``None`` leaves the server's default (speculative acceptance depends on it: say what you used)."""
     dataset: DatasetConfig | None = None
     """Real prompts (ShareGPT, JSON lines, SageMaker data capture); then ``input_tokens`` and
@@ -109,35 +152,39 @@ class LoadConfig(Record):
     """How requests are issued: a closed loop at each concurrency level, or open-loop arrivals at each
     request rate (``request_rates``)."""
 
-    concurrency_levels: tuple[int, ...] = field(default=DEFAULT_CONCURRENCY_LEVELS, metadata={"ge": 1})
+    concurrency_levels: tuple[int, ...] = field(
+        default=DEFAULT_CONCURRENCY_LEVELS, metadata={"ge": 1, "le": MAX_CONCURRENCY}
+    )
     """At least one level; each >= 1 (a list is accepted and stored as a tuple). Ignored in open loop."""
-    request_rates: tuple[float, ...] | None = field(default=None, metadata={"gt": 0})
+    request_rates: tuple[float, ...] | None = field(
+        default=None, metadata={"ge": MIN_REQUEST_RATE, "le": MAX_REQUEST_RATE}
+    )
     """Open loop: one level per rate (requests/s), arrivals scheduled on an absolute clock with gamma gaps
     (``vllm bench serve``'s model). ``None``: closed loop at ``concurrency_levels``."""
-    burstiness: float = field(default=1.0, metadata={"gt": 0})
+    burstiness: float = field(default=1.0, metadata={"ge": MIN_BURSTINESS, "le": MAX_BURSTINESS})
     """Shape of the gamma distribution of gaps between arrivals: 1 is Poisson, below 1 burstier, above
     1 more regular (the mean gap stays 1 / rate)."""
-    max_concurrency: int | None = field(default=None, metadata={"ge": 1})
+    max_concurrency: int | None = field(default=None, metadata={"ge": 1, "le": MAX_CONCURRENCY})
     """Open loop: at most this many requests open at once; an arrival waits for a free place (its wait
     counts as lateness). ``None``: no cap."""
-    requests_per_level: int | None = field(default=None, metadata={"ge": 1})
+    requests_per_level: int | None = field(default=None, metadata={"ge": 1, "le": MAX_REQUESTS_PER_LEVEL})
     """Measured requests per level. Default: ``max(32, 8 * concurrency)``."""
-    warmup_requests: int | None = field(default=None, metadata={"ge": 0})
+    warmup_requests: int | None = field(default=None, metadata={"ge": 0, "le": MAX_REQUESTS_PER_LEVEL})
     """Uncounted requests at the start of each level. Default: one per slot (= concurrency)."""
-    request_timeout_s: float = field(default=300.0, metadata={"gt": 0})
-    time_budget_s: float | None = field(default=None, metadata={"gt": 0})
+    request_timeout_s: float = field(default=300.0, metadata={"ge": MIN_TIMEOUT_S, "le": MAX_TIMEOUT_S})
+    time_budget_s: float | None = field(default=None, metadata={"gt": 0, "le": MAX_TIME_BUDGET_S})
     """Stop the whole sweep after this long; the level in progress is kept as a partial level."""
-    ramp_up_s: float = field(default=0.0, metadata={"ge": 0})
+    ramp_up_s: float = field(default=0.0, metadata={"ge": 0, "le": MAX_RAMP_UP_S})
     """Spread the first request of each slot over this many seconds (0 = all at once, like vLLM)."""
     sustain_load: bool = True
     """Keep every slot busy with uncounted filler requests until the last measured request ends."""
-    max_retries: int = field(default=3, metadata={"ge": 0})
+    max_retries: int = field(default=3, metadata={"ge": 0, "le": MAX_RETRIES})
     """Retries of requests refused before any byte arrived (throttling, model not ready)."""
-    retry_backoff_s: float = field(default=0.5, metadata={"ge": 0})
-    workers: int = field(default=1, metadata={"ge": 1})
+    retry_backoff_s: float = field(default=0.5, metadata={"ge": 0, "le": 60})
+    workers: int = field(default=1, metadata={"ge": 1, "le": MAX_WORKERS})
     """Processes that share each level's load (one event loop each; slots, rate and requests split
     evenly); their per-request records are merged into one level."""
-    abort_after_failures: int | None = field(default=None, metadata={"ge": 1})
+    abort_after_failures: int | None = field(default=None, metadata={"ge": 1, "le": MAX_REQUESTS_PER_LEVEL})
     """Abort a level after this many consecutive failures with no success. Default: max(3, concurrency)."""
 
     def __post_init__(self) -> None:
@@ -205,9 +252,9 @@ class RateSweepConfig(Record):
     """Search for the highest open-loop rate the endpoint sustains within the SLOs: double the rate from
     ``start_rate`` until a level misses, then halve the gap ``bisection_steps`` times."""
 
-    start_rate: float = field(metadata={"gt": 0})
-    max_rate: float | None = field(default=None, metadata={"gt": 0})
-    bisection_steps: int = field(default=3, metadata={"ge": 0})
+    start_rate: float = field(metadata={"ge": MIN_REQUEST_RATE, "le": MAX_REQUEST_RATE})
+    max_rate: float | None = field(default=None, metadata={"ge": MIN_REQUEST_RATE, "le": MAX_REQUEST_RATE})
+    bisection_steps: int = field(default=3, metadata={"ge": 0, "le": MAX_BISECTION_STEPS})
     min_attainment: float = field(default=0.9, metadata={"gt": 0})
     """Share of a level's measured requests that must be good (complete and within every SLO), at most 1."""
     max_p99_lateness_ms: float = field(default=100.0, metadata={"gt": 0})
@@ -227,8 +274,8 @@ class RateSweepConfig(Record):
 class CostConfig(Record):
     """Hourly price of one instance; cost per million output tokens is computed when given."""
 
-    price_per_hour: float | None = field(default=None, metadata={"gt": 0})
-    instance_count: int = field(default=1, metadata={"ge": 1})
+    price_per_hour: float | None = field(default=None, metadata={"gt": 0, "le": MAX_PRICE_PER_HOUR})
+    instance_count: int = field(default=1, metadata={"ge": 1, "le": MAX_INSTANCE_COUNT})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -292,7 +339,7 @@ class BenchmarkConfig(Record):
     """Per-request objectives; each level then reports goodput."""
     rate_sweep: RateSweepConfig | None = None
     """Search for the highest rate within ``slo`` instead of running ``load``'s levels (needs ``slo``)."""
-    label: str | None = None
+    label: str | None = field(default=None, metadata={"max_length": MAX_LABEL_CHARS})
     """Name of this configuration in reports (default: the target's description)."""
 
     def __post_init__(self) -> None:

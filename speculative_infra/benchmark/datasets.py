@@ -20,14 +20,14 @@ A local file or an ``s3://bucket/prefix`` (every object under it, read with boto
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, DatasetConfig
+from ..safe_files import MAX_DATASET_BYTES, MIB, InputFileError, parse_json, read_text
+from .config import MAX_TOKENS_PER_REQUEST, ConfigError, DatasetConfig
 
 Message = dict[str, str]
 _ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
@@ -75,29 +75,62 @@ def _read(path: str) -> Iterator[tuple[str, str]]:
     if path.startswith("s3://"):
         yield from _read_s3(path)
         return
-    file = Path(path)
     try:
-        yield str(file), file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError("dataset.path", path, f"a readable UTF-8 file ({exc})") from None
+        yield path, read_text(path, max_bytes=MAX_DATASET_BYTES, what="dataset")
+    except InputFileError as exc:
+        raise ConfigError("dataset.path", path, "a readable UTF-8 file", message=str(exc)) from None
 
 
 def _read_s3(uri: str) -> Iterator[tuple[str, str]]:
+    """Every object under the prefix, at most MAX_DATASET_BYTES together (checked on the listed sizes
+    and again on the bytes read: a body is never read past the limit)."""
     import boto3  # only for S3 datasets: the rest of the engine does not need it
     from botocore.exceptions import BotoCoreError, ClientError
 
     bucket, _, prefix = uri[len("s3://") :].partition("/")
     s3 = boto3.client("s3")
+    size = f"{MAX_DATASET_BYTES // MIB} MiB" if MAX_DATASET_BYTES % MIB == 0 else f"{MAX_DATASET_BYTES} bytes"
+    limit = f"at most {size} under the prefix together"
     try:
         pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        keys = [
-            obj["Key"] for page in pages for obj in page.get("Contents", []) if not obj["Key"].endswith("/")
+        objects = [
+            (obj["Key"], obj.get("Size", 0))
+            for page in pages
+            for obj in page.get("Contents", [])
+            if not obj["Key"].endswith("/")
         ]
-        for key in sorted(keys):
-            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-            yield f"s3://{bucket}/{key}", body.decode("utf-8")
-    except (BotoCoreError, ClientError, UnicodeDecodeError) as exc:
+        listed = sum(size for _, size in objects if isinstance(size, int))
+        if listed > MAX_DATASET_BYTES:
+            raise ConfigError(
+                "dataset.path",
+                uri,
+                limit,
+                message=f"{uri}: the objects hold {listed} bytes; allowed: {limit}",
+            )
+        left = MAX_DATASET_BYTES
+        for key, _ in sorted(objects):
+            name = f"s3://{bucket}/{key}"
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(left + 1)
+            if len(body) > left:
+                raise ConfigError("dataset.path", uri, limit, message=f"{name}: larger than allowed: {limit}")
+            left -= len(body)
+            try:
+                text = body.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise ConfigError(
+                    "dataset.path", uri, "UTF-8 text", message=f"{name}: not UTF-8 text (offset {exc.start})"
+                ) from None
+            yield name, text
+    except (BotoCoreError, ClientError) as exc:
         raise ConfigError("dataset.path", uri, f"an S3 prefix this role can list and read ({exc})") from None
+
+
+def _json(text: str, where: str) -> Any:
+    """A JSON document without NaN, huge integers or deep nesting (safe_files.parse_json)."""
+    try:
+        return parse_json(text, source=where)
+    except InputFileError as exc:
+        raise ValueError(f"{where} is not JSON: {exc.problem}") from None
 
 
 def _detect(text: str) -> str:
@@ -112,13 +145,13 @@ def _detect(text: str) -> str:
 
 def _sharegpt(text: str) -> list[DatasetPrompt]:
     if text.lstrip().startswith("["):
-        data = json.loads(text)
+        data = _json(text, "the file")
     else:  # JSON lines, one conversation per line
         data = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            item = json.loads(line)
+            item = _json(line, f"line {number}")
             if not isinstance(item, dict) or not isinstance(item.get("conversations"), list):
                 raise ValueError(
                     f"line {number} is not a ShareGPT conversation (a JSON array of conversations, or one "
@@ -154,10 +187,7 @@ def _json_lines(text: str, kind: str) -> Iterable[DatasetPrompt]:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"line {number} is not JSON: {exc}") from None
+        record = _json(line, f"line {number}")
         if not isinstance(record, dict):
             raise ValueError(f"line {number} is not a JSON object")
         if kind == "datacapture":
@@ -171,15 +201,19 @@ def _json_lines(text: str, kind: str) -> Iterable[DatasetPrompt]:
 
 def _captured_request(record: dict[str, Any], number: int) -> dict[str, Any]:
     """The request body of one data-capture record (``captureData.endpointInput``)."""
-    endpoint_input = record.get("captureData", {}).get("endpointInput")
+    capture = record.get("captureData")
+    endpoint_input = capture.get("endpointInput") if isinstance(capture, dict) else None
     if not isinstance(endpoint_input, dict) or not isinstance(endpoint_input.get("data"), str):
         raise ValueError(f"line {number} has no captureData.endpointInput.data")
     data = endpoint_input["data"]
     if endpoint_input.get("encoding") == "BASE64":
-        data = base64.b64decode(data).decode("utf-8")
+        try:
+            data = base64.b64decode(data, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise ValueError(f"line {number}: the captured request is not base64 of UTF-8 text") from None
     try:
-        body = json.loads(data)
-    except ValueError:
+        body = parse_json(data, source=f"line {number}")
+    except InputFileError:
         raise ValueError(f"line {number}: the captured request is not a JSON body") from None
     return body if isinstance(body, dict) else {}
 
@@ -201,4 +235,6 @@ def _request_prompt(request: dict[str, Any]) -> DatasetPrompt | None:
     if not isinstance(parameters, dict):
         parameters = {}
     limit = request.get("max_tokens", request.get("max_completion_tokens", parameters.get("max_new_tokens")))
-    return DatasetPrompt(tuple(messages), limit if isinstance(limit, int) and limit > 0 else None)
+    # A record's own length is used only when it is a plausible count (true is not 1 token).
+    plausible = type(limit) is int and 0 < limit <= MAX_TOKENS_PER_REQUEST
+    return DatasetPrompt(tuple(messages), limit if plausible else None)

@@ -34,7 +34,8 @@ class FailureClass(StrEnum):
     CREDENTIALS_ERROR = "credentials_error"
     """No or invalid AWS credentials: nothing can succeed, the sweep stops."""
     BAD_RESPONSE = "bad_response"
-    """A chunk or event that could not be parsed (invalid JSON, event-stream checksum)."""
+    """A chunk or event that could not be parsed (invalid JSON, event-stream checksum), or token counts
+    that cannot be true (usage not an integer, negative, above what the request allowed)."""
     CLIENT_EXCEPTION = "client_exception"
     """An unexpected exception in the client; the message says which."""
 

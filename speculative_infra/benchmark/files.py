@@ -7,13 +7,20 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
+import stat
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safe_files import MAX_RESULTS_BYTES, InputFileError, output_problem, read_json, write_text
 from .results import BenchmarkResult, LevelResult, RequestRecord
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the check: the open does not wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,31 +40,27 @@ class OutputPaths:
         )
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    # Rewritten after every level: never leave a half-written file if the process dies.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def results_json(result: BenchmarkResult) -> str:
     """The ``results.json`` text (without the final newline): indented, UTF-8 left unescaped."""
     return json.dumps(result.to_dict(), indent=2, ensure_ascii=False)
 
 
 def write_results(result: BenchmarkResult, path: Path) -> None:
-    _atomic_write(path, results_json(result) + "\n")
+    """Rewritten after every level, atomically (a crash leaves the previous file whole); raises
+    :class:`~speculative_infra.safe_files.InputFileError` for a path that is not a regular file or is a
+    symbolic link (nothing is written through it)."""
+    write_text(path, results_json(result) + "\n", what="results file")
 
 
 def load_results(path: Path) -> BenchmarkResult:
-    """Read a ``results.json``.
+    """Read a ``results.json``: a regular file of at most ``MAX_RESULTS_BYTES``, bounded JSON.
 
-    Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is not a results
-    document: :class:`~.schema.ConfigError` (naming the field) for valid JSON of the wrong shape,
-    ``json.JSONDecodeError`` / ``UnicodeDecodeError`` for text that is not JSON.
+    Raises ``ValueError`` when it cannot be read or is not a results document:
+    :class:`~speculative_infra.safe_files.InputFileError` (naming the file and the problem: missing,
+    not a regular file, too large, not UTF-8, not JSON) or :class:`~.schema.ConfigError` (naming the
+    field) for valid JSON of the wrong shape.
     """
-    return BenchmarkResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    return BenchmarkResult.from_dict(read_json(path, max_bytes=MAX_RESULTS_BYTES, what="results file"))
 
 
 def _cell(value: object) -> object:
@@ -74,25 +77,62 @@ LEVEL_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(LevelR
 
 def write_levels_csv(result: BenchmarkResult, path: Path) -> None:
     columns = ["label", *LEVEL_COLUMNS]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(columns)
-        for level in result.levels:
-            row = level.to_dict()
-            writer.writerow([result.label, *(_cell(row[name]) for name in LEVEL_COLUMNS)])
-    os.replace(tmp, path)
+    text = io.StringIO(newline="")
+    writer = csv.writer(text)
+    writer.writerow(columns)
+    for level in result.levels:
+        row = level.to_dict()
+        writer.writerow([result.label, *(_cell(row[name]) for name in LEVEL_COLUMNS)])
+    write_text(path, text.getvalue(), what="levels CSV")
 
 
 def append_request_records(records: Iterable[RequestRecord], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
+    """Append one JSON line per record. The file is opened without following a symbolic link and must be
+    a regular file (a FIFO would block, a device swallow or corrupt the lines)."""
+    lines = "".join(json.dumps(record.to_dict(), separators=(",", ":")) + "\n" for record in records)
+    problem = output_problem(path)
+    if problem is not None:
+        raise InputFileError(path, f"per-request records not written: {problem}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK
+        fd = os.open(path, flags, 0o644)
+    except OSError as err:
+        raise InputFileError(path, f"per-request records not written: {err.strerror or err}") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # replaced between the check and the open
+            raise InputFileError(path, "per-request records not written: not a regular file")
+        handle.write(lines)
 
 
 def write_all(result: BenchmarkResult, paths: OutputPaths, new_records: Iterable[RequestRecord] = ()) -> None:
     append_request_records(new_records, paths.requests_jsonl)
     write_levels_csv(result, paths.levels_csv)
     write_results(result, paths.results)
+
+
+def write_binary(path: Path, data: bytes, *, what: str = "output") -> None:
+    """``safe_files.write_text`` for bytes (the report's PNG plots): a new or regular file only, never
+    through a symbolic link, atomically through a temporary file of a random name."""
+    problem = output_problem(path)
+    if problem is not None:
+        raise InputFileError(path, f"{what} not written: {problem}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise InputFileError(path, f"{what} not written: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode) if path.exists() else 0o644)
+        problem = output_problem(path)
+        if problem is not None:
+            raise InputFileError(path, f"{what} not written: {problem}")
+        os.replace(tmp, path)
+    except OSError as err:
+        raise InputFileError(path, f"{what} not written: {err.strerror or err}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

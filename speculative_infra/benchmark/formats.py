@@ -206,7 +206,11 @@ class LmiFormat:
             rec.content(at)
         if isinstance(details, dict):
             rec.finish(details.get("finish_reason"))
-            rec.usage(details.get("input_length"), details.get("generated_tokens"))
+            rec.usage(
+                details.get("input_length"),
+                details.get("generated_tokens"),
+                ("details.input_length", "details.generated_tokens"),
+            )
         if obj.get("generated_text") is not None:
             rec.mark_done()
 

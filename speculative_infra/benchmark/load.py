@@ -25,7 +25,7 @@ from enum import StrEnum
 from .clock import Clock, sleep_until
 from .config import Level, LoadConfig
 from .failures import FATAL_CLASSES, Failure, FailureClass
-from .recorder import StreamRecorder
+from .recorder import StreamRecorder, usage_failure
 from .transports.base import Transport, WireRequest
 from .workload import Phase, PromptFactory
 
@@ -163,6 +163,7 @@ class _Level:
         built = [prompts.prompt(self._key, phase, i) for phase, i in self._jobs]
         self._bodies = [fmt.body(p) for p in built]
         self._expected = [(p.output_tokens, p.input_tokens) for p in built]
+        self._default_output = prompts.output_tokens  # max_tokens where a prompt does not set its own
         self._next = 0
         self._fillers = 0
         self._warmup_done = 0
@@ -328,6 +329,9 @@ class _Level:
                 dispatched_at=self._clock.now(), retries=len(retried), retried_classes=retried
             )
             cancelled = await self._send(request, rec)
+            if not cancelled and rec.failure is None:
+                # Token counts from the server are checked, not trusted: 1e30 tokens is a protocol problem.
+                rec.failure = usage_failure(rec, expected[0] or self._default_output)
             if first_attempt_at is None:
                 first_attempt_at = rec.start
             outcome = RequestOutcome(

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from .clock import Clock, MonotonicClock
-from .config import BenchmarkConfig, RateSweepConfig
+from .config import MAX_REQUEST_RATE, BenchmarkConfig, RateSweepConfig
 from .load import ProgressCallback
 from .results import LevelResult
 from .sweep import BenchmarkState, LevelReport, finish_with_error, new_benchmark, run_next_level
@@ -43,6 +43,8 @@ def sweep_position(
     best: float | None = None
     failing: float | None = None
     rate = sweep.start_rate
+    # Without max_rate the doubling stops at the engine's highest rate (config.MAX_REQUEST_RATE).
+    ceiling = min(sweep.max_rate, MAX_REQUEST_RATE) if sweep.max_rate is not None else MAX_REQUEST_RATE
     bisections = 0
     for level in levels:
         if sustained(level, sweep):
@@ -50,9 +52,9 @@ def sweep_position(
         else:
             failing = rate if failing is None else min(failing, rate)
         if failing is None:
-            if sweep.max_rate is not None and rate >= sweep.max_rate:
+            if rate >= ceiling:
                 return None, best
-            rate = min(rate * 2, sweep.max_rate) if sweep.max_rate is not None else rate * 2
+            rate = min(rate * 2, ceiling)
             continue
         if best is None or bisections >= sweep.bisection_steps:
             return None, best

@@ -5,6 +5,7 @@ Uses matplotlib's object API with the Agg canvas: no pyplot global state, no dis
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,10 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .report_markdown import summary_lines
+from ..safe_files import write_text
+from .config import MAX_CONCURRENCY
+from .files import write_binary
+from .report_markdown import plottable, summary_lines
 from .results import BenchmarkResult, LevelResult
 
 _Getter = Callable[[LevelResult], float | None]
@@ -32,21 +36,39 @@ def _series(result: BenchmarkResult, x: _Getter, y: _Getter) -> tuple[list[float
         if level.request_rate is not None:
             continue  # open-loop levels have their own plot, against the rate
         xv, yv = x(level), y(level)
-        if xv is not None and yv is not None:
-            xs.append(xv)
-            ys.append(yv)
+        if plottable(xv) and plottable(yv) and _drawn_concurrency(level):
+            assert xv is not None and yv is not None
+            xs.append(float(xv))
+            ys.append(float(yv))
             cs.append(level.concurrency)
     return xs, ys, cs
+
+
+def _drawn_concurrency(level: LevelResult) -> bool:
+    # On a log axis: a positive count (a hostile file may say -7e12 or 1e30).
+    return 0 < level.concurrency <= MAX_CONCURRENCY
 
 
 def _concurrency(level: LevelResult) -> float:
     return float(level.concurrency)
 
 
+# Above this many levels a tick label per level (or a C= note per point) is unreadable and costs
+# matplotlib seconds per plot: the axis then gets its own ticks.
+_LABELLED_POINTS = 16
+
+
 def _concurrency_axis(ax: Axes, results: Sequence[BenchmarkResult]) -> None:
-    levels = sorted({lv.concurrency for r in results for lv in r.levels if lv.request_rate is None})
+    levels = sorted(
+        {
+            lv.concurrency
+            for r in results
+            for lv in r.levels
+            if lv.request_rate is None and _drawn_concurrency(lv)
+        }
+    )
     ax.set_xscale("log", base=2)
-    if levels:
+    if levels and len(levels) <= _LABELLED_POINTS and levels[0] > 0:
         ax.set_xticks(levels)
         ax.set_xticklabels([str(c) for c in levels])
     ax.set_xlabel("concurrency")
@@ -55,7 +77,11 @@ def _concurrency_axis(ax: Axes, results: Sequence[BenchmarkResult]) -> None:
 
 def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # Into memory first: matplotlib would open the path itself, following a symbolic link or
+    # blocking on a FIFO; write_binary replaces only a regular file.
+    image = io.BytesIO()
+    fig.savefig(image, dpi=110, format="png")
+    write_binary(path, image.getvalue(), what="plot")
     return path
 
 
@@ -96,12 +122,16 @@ def _plot_simple(
 ) -> Path:
     fig = Figure(figsize=(6.5, 4.2))
     ax = fig.subplots()
+    drawn = 0
     for result in results:
         xs, ys, _ = _series(result, _concurrency, getter)
+        if log_y:  # a log axis shows positive values only
+            xs, ys = [x for x, y in zip(xs, ys, strict=True) if y > 0], [y for y in ys if y > 0]
+        drawn += len(ys)
         ax.plot(xs, ys, "-o", label=result.label)
     ax.set_title(title)
     ax.set_ylabel(ylabel)
-    if log_y:
+    if log_y and drawn:
         ax.set_yscale("log")
     _concurrency_axis(ax, results)
     ax.legend(fontsize=7)
@@ -116,7 +146,7 @@ def _plot_tradeoff(results: Sequence[BenchmarkResult], path: Path) -> Path:
             result, lambda lv: lv.output_tokens_per_second_per_user, lambda lv: lv.output_throughput
         )
         ax.plot(xs, ys, "-o", label=result.label)
-        for x, y, c in zip(xs, ys, cs, strict=True):
+        for x, y, c in zip(xs, ys, cs, strict=True) if len(xs) <= _LABELLED_POINTS else ():
             ax.annotate(f"C={c}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_title("Aggregate vs per-user output rate")
     ax.set_xlabel("per-user output tok/s")
@@ -142,7 +172,11 @@ def _plot_rates(results: Sequence[BenchmarkResult], path: Path) -> Path:
             (ttft_ax, _median_ttft, "-o", "median"),
             (ttft_ax, _p99_ttft, "--x", "p99"),
         ):
-            points = [(lv.request_rate or 0.0, v) for lv in levels if (v := getter(lv)) is not None]
+            points = [
+                (lv.request_rate or 0.0, v)
+                for lv in levels
+                if plottable(lv.request_rate) and plottable(v := getter(lv)) and v is not None
+            ]
             if points:
                 ax.plot(
                     [x for x, _ in points],
@@ -151,7 +185,7 @@ def _plot_rates(results: Sequence[BenchmarkResult], path: Path) -> Path:
                     color=color,
                     label=f"{result.label} {label}",
                 )
-        if result.max_sustained_rate is not None:
+        if result.max_sustained_rate is not None and plottable(result.max_sustained_rate):
             for ax in (rate_ax, ttft_ax):
                 ax.axvline(result.max_sustained_rate, color=color, linestyle=":", alpha=0.7)
     rate_ax.set_title("Throughput and goodput (dotted: highest rate within the SLOs)")
@@ -229,5 +263,5 @@ def render_report(results: Sequence[BenchmarkResult], out_dir: Path) -> ReportFi
         "",
     ]
     markdown = out_dir / "report.md"
-    markdown.write_text("\n".join(lines), encoding="utf-8")
+    write_text(markdown, "\n".join(lines), what="report")
     return ReportFiles(markdown=markdown, images=tuple(images))

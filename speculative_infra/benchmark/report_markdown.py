@@ -5,7 +5,50 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .config import MAX_LABEL_CHARS
 from .results import BenchmarkResult
+
+# What one report draws (docs/security.md, "Hostile input"): a report of more takes minutes of
+# matplotlib, and nobody reads it. A sweep has tens of levels (a rate sweep at most 24 probes).
+MAX_REPORT_RESULTS = 50
+"""Results files compared in one report: plot colours repeat after 10, a legend of 50 is unreadable."""
+MAX_REPORT_LEVELS = 10_000
+"""Levels over all the files: each is a point in every plot and a row of a table."""
+
+
+PLOT_RANGE = (1e-6, 1e12)
+"""Magnitudes a plot draws (0 too): ms, tok/s, req/s and $ of a real run lie far inside; near the
+float limit (1e308) or among denormals (5e-324) the plotting libraries' tick arithmetic overflows."""
+
+
+def plottable(value: float | None) -> bool:
+    """Whether a results value (a hostile file may hold anything JSON allows) is drawn in a plot."""
+    if value is None or isinstance(value, bool):
+        return False
+    low, high = PLOT_RANGE
+    return value == 0 or low <= abs(value) <= high
+
+
+def result_problem(result: BenchmarkResult) -> str | None:
+    """Why ``report`` refuses to draw this results file (None: it does not)."""
+    if len(result.label) > MAX_LABEL_CHARS:
+        return (
+            f"its label has {len(result.label)} characters; a report names configurations with at most "
+            f"{MAX_LABEL_CHARS} (give bench --label a shorter name)"
+        )
+    if len(result.levels) > MAX_REPORT_LEVELS:
+        return f"it has {len(result.levels)} levels; a report draws at most {MAX_REPORT_LEVELS}"
+    return None
+
+
+def results_problem(results: Sequence[BenchmarkResult]) -> str | None:
+    """Why ``report`` refuses to draw these files together (None: it does not)."""
+    if len(results) > MAX_REPORT_RESULTS:
+        return f"{len(results)} results files; a report compares at most {MAX_REPORT_RESULTS}"
+    total = sum(len(r.levels) for r in results)
+    if total > MAX_REPORT_LEVELS:
+        return f"the files hold {total} levels together; a report draws at most {MAX_REPORT_LEVELS}"
+    return None
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from html import escape
 
+from .report_markdown import plottable
 from .results import BenchmarkResult, LevelResult
 
 WIDTH, HEIGHT = 560, 340
@@ -24,8 +25,15 @@ def _points(result: BenchmarkResult, x: Getter, y: Getter) -> list[tuple[float, 
     points = []
     for level in result.levels:
         xv, yv = x(level), y(level)
-        if level.completed and xv is not None and yv is not None and xv > 0:
-            points.append((xv, yv))
+        if (
+            level.completed
+            and plottable(xv)
+            and plottable(yv)
+            and xv is not None
+            and yv is not None
+            and xv > 0
+        ):
+            points.append((float(xv), float(yv)))
     return points
 
 

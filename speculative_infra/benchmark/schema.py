@@ -14,7 +14,7 @@ their annotations when an instance is built:
 * other records (an instance, or a mapping that :meth:`Record.from_dict` accepts) and unions of
   records that share a ``kind`` literal field, chosen by ``kind``.
 
-Bounds come from field metadata: ``ge``/``gt`` on numbers, ``min_length``/``max_length`` on
+Bounds come from field metadata: ``ge``/``gt``/``le`` on numbers, ``min_length``/``max_length`` on
 strings (``field(default=1, metadata={"ge": 1})``). Any failure raises :class:`ConfigError`
 naming the field (a dotted path for nested data), the value and what is allowed.
 
@@ -192,17 +192,27 @@ class Record:
 # --- compiling an annotation into a converter -------------------------------------------------
 
 
+def _number(bound: float) -> str:
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"
+
+
 def _bounds(meta: Mapping[str, Any]) -> str:
     parts = []
     if "ge" in meta:
-        parts.append(f">= {meta['ge']}")
+        parts.append(f">= {_number(meta['ge'])}")
     if "gt" in meta:
-        parts.append(f"> {meta['gt']}")
+        parts.append(f"> {_number(meta['gt'])}")
+    if "le" in meta:
+        parts.append(f"<= {_number(meta['le'])}")
     return (" " + " and ".join(parts)) if parts else ""
 
 
 def _check_bounds(value: float, path: str, meta: Mapping[str, Any], allowed: str) -> None:
-    if ("ge" in meta and not value >= meta["ge"]) or ("gt" in meta and not value > meta["gt"]):
+    if (
+        ("ge" in meta and not value >= meta["ge"])
+        or ("gt" in meta and not value > meta["gt"])
+        or ("le" in meta and not value <= meta["le"])
+    ):
         raise ConfigError(path, value, allowed)
 
 

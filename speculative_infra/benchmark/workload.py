@@ -92,6 +92,11 @@ class PromptFactory:
     def shared_prefix(self) -> str:
         return self._prefix
 
+    @property
+    def output_tokens(self) -> int:
+        """The max_tokens of a request whose prompt does not ask for its own (formats.py sends it)."""
+        return self._workload.output_tokens
+
     def prompt(self, level: int, phase: Phase, index: int) -> Prompt:
         level_key = level if self._workload.fresh_prompts_per_level else 0
         # A string seed goes through SHA-512 in random.Random: stable across processes and

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
+import re
 import signal
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,10 +32,12 @@ from speculative_infra.benchmark.config import (
 from speculative_infra.benchmark.datasets import DatasetPrompt, dataset_prompts
 from speculative_infra.benchmark.files import OutputPaths, load_results
 from speculative_infra.benchmark.rate_sweep import run_rate_sweep
+from speculative_infra.benchmark.report_markdown import result_problem, results_problem
 from speculative_infra.benchmark.results import BenchmarkResult
 from speculative_infra.benchmark.sweep import BenchmarkState, LevelReport, new_benchmark, run_benchmark
 from speculative_infra.cli.bench_files import ResultFiles
 from speculative_infra.cli.bench_progress import PLAIN_INTERVAL_S, ProgressBar, level_name
+from speculative_infra.safe_files import MAX_RESULTS_BYTES, MIB, InputFileError, output_problem, write_text
 
 EXIT_OK = 0
 EXIT_REQUEST_FAILURES = 1
@@ -109,21 +114,26 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive_float(text: str) -> float:
+def _finite_float(text: str) -> float:
+    """A number; Python's float() also reads 'nan' and 'inf', which no option means."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _finite_float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
 
 
 def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _finite_float(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
@@ -150,7 +160,7 @@ def _rates(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated numbers such as 0.5,1,2, got {text!r}"
         ) from None
-    if not rates or any(not r > 0 for r in rates):
+    if not rates or any(not (math.isfinite(r) and r > 0) for r in rates):
         raise argparse.ArgumentTypeError(f"request rates must be numbers > 0 (requests/s), got {text!r}")
     return rates
 
@@ -257,7 +267,9 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
         "--reuse-prompts", action="store_true", help="same prompts at every level (prefix-cache hits)"
     )
     work.add_argument("--no-force-length", action="store_true", help="do not send ignore_eos/min_tokens")
-    work.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
+    work.add_argument(
+        "--temperature", type=_finite_float, help="sampling temperature (default: the server's)"
+    )
 
     load = bench.add_argument_group("load")
     load.add_argument(
@@ -379,10 +391,13 @@ def add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type:
         "report",
         help="plots and a Markdown summary from results files",
         description="Render PNG plots and report.md from one or more `bench` results files (several = compared).",
+        epilog="exit status: 0 written; 2 a results file is missing, unreadable, not a results document or past "
+        "the limits (docs/security.md, Hostile input), or --out cannot be written there; 3 a disk error while "
+        "writing.",
     )
     report.add_argument("results", nargs="+", type=Path, metavar="results.json")
     report.add_argument("--out", type=Path, required=True, metavar="DIR")
-    report.set_defaults(handler=run_report)
+    report.set_defaults(handler=lambda args: run_report(args, report))
 
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
@@ -625,6 +640,8 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if prompts is not None and not args.quiet:
         print(f"dataset: {len(prompts)} requests from {args.dataset}", file=sys.stderr)
     files = ResultFiles(OutputPaths.for_results(args.output))
+    if (problem := files.output_problem()) is not None:
+        return _usage_error(parser, f"argument --output: {problem}")
     bar = ProgressBar(sys.stderr, not args.quiet, config.load, levels_known=config.rate_sweep is None)
     try:
         files.check_writable()
@@ -636,7 +653,7 @@ def run_bench(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         )
         print(f"interrupted: {where}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except OSError as exc:
+    except (OSError, InputFileError) as exc:  # InputFileError: the path became a link, FIFO, ... meanwhile
         print(f"error: cannot write results: {exc}", file=sys.stderr)
         return EXIT_NOT_RUN
     code, message = _outcome(state.result, written)
@@ -673,25 +690,92 @@ def _print_batch_projection(
         print(line)
 
 
-def run_report(args: argparse.Namespace) -> int:
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _report_input_problem(path: Path) -> str | None:
+    """A results path that is no file to read (a directory, FIFO, device) or over the size limit: a bad
+    argument (exit 2). A missing file or one that is not a results document exits 3, as before."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None  # load_results says why
+    if not stat.S_ISREG(info.st_mode):
+        return f"is {_file_kind(info.st_mode)}; expected a results.json file (bench --output)"
+    if info.st_size > MAX_RESULTS_BYTES:
+        return (
+            f"the results file has {info.st_size} bytes; allowed: at most {MAX_RESULTS_BYTES // MIB} MiB "
+            "(a results file of thousands of levels is a few MiB)"
+        )
+    return None
+
+
+def _report_output_problem(out_dir: Path) -> str | None:
+    try:
+        mode = out_dir.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot use it: {exc.strerror or exc}"
+    if stat.S_ISLNK(mode) and not out_dir.is_dir():
+        return "is a symbolic link to something that is not a folder; --out names a folder"
+    if not out_dir.is_dir():
+        return "is not a folder; --out names a folder (made when missing) to write report.md and plots into"
+    markdown = out_dir / "report.md"
+    if (problem := output_problem(markdown)) is not None:
+        return f"{markdown} {problem}"
+    return None
+
+
+def _json_problem(problem: str) -> str:
+    """safe_files' "not valid JSON (line 1, column 2: Expecting ...)" in the json module's own words."""
+    match = re.fullmatch(r"not valid JSON \(line (\d+), column (\d+): (.*)\)", problem, re.DOTALL)
+    return f"{match[3]}: line {match[1]} column {match[2]} (not valid JSON)" if match else problem
+
+
+def run_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    for path in args.results:
+        if (problem := _report_input_problem(path)) is not None:
+            return _usage_error(parser, f"argument results.json: {path}: {problem}")
+    if (problem := _report_output_problem(args.out)) is not None:
+        return _usage_error(parser, f"argument --out: {args.out}: {problem}")
     results: list[BenchmarkResult] = []
     for path in args.results:
         try:
             results.append(load_results(path))
-        except OSError as exc:
-            print(f"error: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_NOT_RUN
-        except ValueError as exc:  # ConfigError (wrong shape), JSONDecodeError, UnicodeDecodeError
-            print(f"error: {path} is not a bench results file: {exc}", file=sys.stderr)
-            return EXIT_NOT_RUN
+        except InputFileError as exc:  # bad input, as every command reports it: exit 2
+            if exc.problem.startswith("cannot read"):  # missing, no permission
+                return _usage_error(parser, f"argument results.json: {exc}")
+            return _usage_error(
+                parser,
+                f"argument results.json: {path} is not a bench results file: {_json_problem(exc.problem)}",
+            )
+        except ValueError as exc:  # ConfigError: valid JSON of the wrong shape
+            return _usage_error(parser, f"argument results.json: {path} is not a bench results file: {exc}")
+        if (problem := result_problem(results[-1])) is not None:
+            return _usage_error(parser, f"argument results.json: {path}: {problem}")
+    if (problem := results_problem(results)) is not None:
+        return _usage_error(parser, f"argument results.json: {problem}")
     try:
-        from speculative_infra.benchmark.report import render_report  # matplotlib only when reporting
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not exc.name.startswith("matplotlib"):
-            raise
-        return _report_without_matplotlib(results, args.out)
-
-    files = render_report(results, args.out)
+        try:
+            from speculative_infra.benchmark.report import render_report  # matplotlib only when reporting
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not exc.name.startswith("matplotlib"):
+                raise
+            return _report_without_matplotlib(results, args.out)
+        files = render_report(results, args.out)
+    except InputFileError as exc:  # an output file that is no regular file (a link, a FIFO, a folder)
+        return _usage_error(parser, f"argument --out: {exc}")
+    except OSError as exc:
+        print(f"error: cannot write the report in {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_NOT_RUN
     print(f"wrote {files.markdown} and {len(files.images)} plots", file=sys.stderr)
     return EXIT_OK
 
@@ -704,9 +788,9 @@ def _report_without_matplotlib(results: list[BenchmarkResult], out_dir: Path) ->
     out_dir.mkdir(parents=True, exist_ok=True)
     charts = sweep_charts(results)
     for name, svg in charts.items():
-        (out_dir / name).write_text(svg, encoding="utf-8")
+        write_text(out_dir / name, svg, what="chart")
     markdown = out_dir / "report.md"
-    markdown.write_text(render_markdown(results), encoding="utf-8")
+    write_text(markdown, render_markdown(results), what="report")
     print(
         f"wrote {markdown} and {len(charts)} SVG charts (PNG plots need matplotlib: "
         "pip install 'speculative-infra[bench]')",

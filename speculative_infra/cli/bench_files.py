@@ -18,6 +18,7 @@ from speculative_infra.benchmark.failures import FailureClass
 from speculative_infra.benchmark.files import OutputPaths, write_all, write_results
 from speculative_infra.benchmark.results import BenchmarkResult, RequestRecord
 from speculative_infra.benchmark.sweep import LevelReport
+from speculative_infra.safe_files import output_problem as safe_output_problem
 
 # Failures of the client's own set-up: no request of the run can reach the model.
 _SET_UP_FAILURES = frozenset({FailureClass.CREDENTIALS_ERROR.value})
@@ -42,6 +43,18 @@ class ResultFiles:
     def __init__(self, paths: OutputPaths) -> None:
         self.paths = paths
         self.started = False  # a request got past the set-up: the files hold this run
+
+    def output_problem(self) -> str | None:
+        """Why one of the three files must not be written (a directory, FIFO, device or symbolic link
+        stands there): a bad --output, reported before a request is spent. None when all may be."""
+        for path in (self.paths.results, self.paths.levels_csv, self.paths.requests_jsonl):
+            try:
+                os.lstat(path)
+            except OSError:
+                continue  # missing (written new), or a folder that cannot hold it: check_writable says
+            if (problem := safe_output_problem(path)) is not None:
+                return f"{path} {problem}"
+        return None
 
     def check_writable(self) -> None:
         """Raise OSError now if the results cannot be written, before a request is spent; writes nothing."""

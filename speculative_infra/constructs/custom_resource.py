@@ -71,7 +71,7 @@ def stage_engine_handler(folder: str) -> str:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "report.py")
     package = staging / "speculative_infra"
     package.mkdir()
-    for name in ("__init__.py", "_version.py"):
+    for name in ("__init__.py", "_version.py", "safe_files.py"):  # safe_files: the engine's bounded reads
         shutil.copy2(PACKAGE_DIR / name, package / name)
     shutil.copytree(PACKAGE_DIR / "benchmark", package / "benchmark", ignore=ignore)
     shutil.copytree(handlers_dir() / folder, staging / folder, ignore=ignore)

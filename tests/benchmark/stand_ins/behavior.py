@@ -43,6 +43,9 @@ class Behavior:
     """End the body without [DONE] or finish_reason."""
     lmi_sse: bool = False
     """LMI: prefix each JSON line with ``data:`` (LMI's SSE formatter)."""
+    usage_override: dict[str, Any] | None = None
+    """Report these usage values instead of the true ones (OpenAI: ``prompt_tokens``/``completion_tokens``;
+    LMI: ``input_length``/``generated_tokens`` in details), raw: 1e30, -5, "12", true, NaN."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

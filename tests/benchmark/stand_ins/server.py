@@ -384,6 +384,7 @@ class _OpenAIChunks(_Chunks):
                 "completion_tokens": self.output_tokens,
                 "total_tokens": self._prompt_tokens + self.output_tokens,
             }
+            usage.update(self._behavior.usage_override or {})
             out += self._event({"id": "x", "choices": [], "usage": usage})
         return out + b"data: [DONE]\n\n"
 
@@ -437,6 +438,7 @@ class _LmiChunks(_Chunks):
                     "generated_tokens": self.output_tokens,
                     "input_length": self._prompt_tokens,
                 }
+                obj["details"].update(self._behavior.usage_override or {})
         return self._line(obj)
 
     def tail(self) -> bytes:
