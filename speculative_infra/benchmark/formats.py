@@ -13,14 +13,12 @@ from typing import Any, Literal, Protocol
 
 from .config import WorkloadConfig
 from .recorder import StreamRecorder
-from .sse import JsonLinesDecoder, SseDecoder
+from .sse import BadChunk, JsonLinesDecoder, SseDecoder
 from .workload import Prompt
 
+__all__ = ["BadChunk"]  # defined with the decoders, which raise it too
+
 TokenSource = Literal["usage", "details"]
-
-
-class BadChunk(ValueError):
-    """A streamed chunk that is not what the API promises (invalid JSON)."""
 
 
 class Decoder(Protocol):

@@ -8,6 +8,18 @@ occurs inside a multi-byte UTF-8 sequence, so an event is decoded only once all 
 
 from __future__ import annotations
 
+# A streamed event (one token's JSON, a few hundred bytes) larger than this is a server that never ends
+# its line: refused as a bad response instead of buffering until the request's timeout.
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+class BadChunk(ValueError):
+    """A streamed chunk that is not what the API promises (invalid JSON, an event without an end)."""
+
+
+def _too_large(size: int) -> BadChunk:
+    return BadChunk(f"a streamed event of more than {size} bytes without its end; allowed: {MAX_EVENT_BYTES}")
+
 
 class SseDecoder:
     """Server-sent events (``text/event-stream``): returns the ``data`` of each complete event.
@@ -17,11 +29,12 @@ class SseDecoder:
     lines starting with ``:`` are comments; an event without data is not dispatched.
     """
 
-    __slots__ = ("_buffer", "_data", "_pending_cr")
+    __slots__ = ("_buffer", "_data", "_data_bytes", "_pending_cr")
 
     def __init__(self) -> None:
         self._buffer = b""
         self._data: list[bytes] = []
+        self._data_bytes = 0  # of the event being read, across its data: lines
         self._pending_cr = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
@@ -48,9 +61,13 @@ class SseDecoder:
             buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         end = buffer.rfind(b"\n")
         if end < 0:
+            if len(buffer) > MAX_EVENT_BYTES:
+                raise _too_large(len(buffer))
             self._buffer = buffer
             return []
         self._buffer = buffer[end + 1 :]
+        if len(self._buffer) > MAX_EVENT_BYTES:
+            raise _too_large(len(self._buffer))
         events: list[bytes] = []
         for line in buffer[:end].split(b"\n"):
             self._line(line, events)
@@ -61,10 +78,14 @@ class SseDecoder:
             if self._data:
                 events.append(b"\n".join(self._data))
                 self._data = []
+                self._data_bytes = 0
             return
         if line.startswith(b"data:"):
             value = line[5:]
             self._data.append(value[1:] if value.startswith(b" ") else value)
+            self._data_bytes += len(value)
+            if self._data_bytes > MAX_EVENT_BYTES:  # data: lines without the empty line that ends them
+                raise _too_large(self._data_bytes)
         elif line == b"data":
             self._data.append(b"")
         # Comments (":...") and other fields (event, id, retry) carry nothing we measure.
@@ -73,6 +94,7 @@ class SseDecoder:
         """End of stream: per the SSE rules an unterminated event is discarded."""
         self._buffer = b""
         self._data = []
+        self._data_bytes = 0
         return []
 
 
@@ -88,9 +110,13 @@ class JsonLinesDecoder:
         buffer = self._buffer + chunk
         end = buffer.rfind(b"\n")
         if end < 0:
+            if len(buffer) > MAX_EVENT_BYTES:
+                raise _too_large(len(buffer))
             self._buffer = buffer
             return []
         self._buffer = buffer[end + 1 :]
+        if len(self._buffer) > MAX_EVENT_BYTES:
+            raise _too_large(len(self._buffer))
         return [doc for line in buffer[:end].split(b"\n") if (doc := _strip_line(line))]
 
     def close(self) -> list[bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,3 +90,23 @@ def test_json_lines_any_split(payloads: list[dict[str, str]], cuts: list[int]) -
     docs = [json.dumps(p, ensure_ascii=False).encode() for p in payloads]
     body = b"\n".join(docs) + b"\n"
     assert feed_all(JsonLinesDecoder(), split_at(body, cuts)) == docs
+
+
+@pytest.mark.parametrize("decoder", [SseDecoder, JsonLinesDecoder])
+def test_an_event_that_never_ends_is_refused_at_the_limit(decoder):
+    from speculative_infra.benchmark.sse import MAX_EVENT_BYTES, BadChunk
+
+    d = decoder()
+    d.feed(b"data: " + b"x" * (MAX_EVENT_BYTES - 6))  # exactly the limit: still buffered
+    with pytest.raises(BadChunk, match="without its end"):
+        d.feed(b"x")
+
+
+def test_an_event_of_endless_data_lines_is_refused():
+    from speculative_infra.benchmark.sse import MAX_EVENT_BYTES, BadChunk
+
+    d = SseDecoder()
+    line = b"data: " + b"x" * 1_000_000 + b"\n"
+    with pytest.raises(BadChunk):
+        for _ in range(MAX_EVENT_BYTES // 1_000_000 + 2):
+            d.feed(line)
