@@ -133,7 +133,10 @@ def test_check_cli_prints_the_comparison(run_cli):
         (["--daily-tokens", "5e7", "--throughput", "nan"], "output_tokens_per_second is nan; allowed"),
         (["--daily-tokens", "5e7", "--throughput", "900", "--wakes-per-day", "10" * 12], "allowed: 1 to 57"),
         (["--daily-tokens", "5e7", "--throughput", "900", "--jobs-per-day", "1441"], "allowed: 1 to 1440"),
-        (["--daily-tokens", "5e7", "--benchmark-results", "/nonexistent.json"], "cannot read the results file: No such file or directory"),
+        (
+            ["--daily-tokens", "5e7", "--benchmark-results", "/nonexistent.json"],
+            "cannot read the results file: No such file or directory",
+        ),
     ],
 )
 def test_check_cli_refuses_bad_cost_flags(run_cli, args, message):

@@ -44,9 +44,7 @@ def add_preflight_command(subparsers: Any) -> None:
         metavar="SPEC_OR_APP",
         help="a deployment spec (YAML), or a synthesized app's cdk.out folder",
     )
-    parser.add_argument(
-        "--region", type=_region, help="AWS region (default: the spec's, else the profile's)"
-    )
+    parser.add_argument("--region", type=_region, help="AWS region (default: the spec's, else the profile's)")
     parser.add_argument("--profile", help="AWS profile (default: the environment's credentials)")
     parser.add_argument(
         "--role-arn", type=_role_arn, help="the execution role you pass as role= (default: none, created)"

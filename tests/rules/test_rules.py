@@ -522,7 +522,13 @@ def test_unknown_speculative_key_says_dropped_before_016():
         ({"max_capacity": 0, "min_capacity": 0}, "max_capacity is 0"),
         ({"max_capacity": 2, "min_capacity": 0}, "min_capacity is 0"),
         ({"max_capacity": 2, "metric": "invocations"}, "target_value is required"),
-        ({"max_capacity": 2, "schedules": [{"name": "night", "schedule": "every night", "min_capacity": 1}]}, "cron(...)"),
+        (
+            {
+                "max_capacity": 2,
+                "schedules": [{"name": "night", "schedule": "every night", "min_capacity": 1}],
+            },
+            "cron(...)",
+        ),
     ],
 )
 def test_scaling_errors(scaling, expected):
