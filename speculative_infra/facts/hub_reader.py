@@ -19,11 +19,13 @@ The Hub, a mirror named by HF_ENDPOINT or anything between may answer with anyth
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
 import stat
 import string
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -125,6 +127,21 @@ class _Deadline:
         self.per_operation = per_operation
         self.end = time.monotonic() + seconds
         self.sock: socket.socket | None = None
+        self._watchdog: threading.Timer | None = None
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut the connection down when the deadline passes. Socket timeouts bound each read, not a server
+        that sends its status line and headers a byte at a time (http.client reads those itself)."""
+        self.stop()
+        self.sock = sock
+        self._watchdog = threading.Timer(max(0.0, self.end - time.monotonic()), _shut, (sock,))
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
 
     def remaining(self, url: str) -> float:
         left = self.end - time.monotonic()
@@ -143,12 +160,17 @@ class _Deadline:
             self.sock.settimeout(left)
 
 
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed: nothing left to stop
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class _HTTPConnection(http.client.HTTPConnection):
     deadline: _Deadline
 
     def connect(self) -> None:
         super().connect()
-        self.deadline.sock = self.sock
+        self.deadline.watch(self.sock)
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
@@ -156,7 +178,7 @@ class _HTTPSConnection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         super().connect()
-        self.deadline.sock = self.sock
+        self.deadline.watch(self.sock)
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
@@ -258,10 +280,12 @@ class _Session:
                     f"{current}: no answer within {self.deadline.per_operation:g} s", "network"
                 ) from None
             except http.client.HTTPException as err:
+                self.deadline.remaining(current)  # shut down by the deadline's watchdog: say so
                 raise FactsFetchError(
                     f"{current}: not a valid HTTP answer ({type(err).__name__}: {str(err)[:200]})"
                 ) from None
             except OSError as err:
+                self.deadline.remaining(current)
                 raise FactsFetchError(f"{current}: the connection failed ({err})", "network") from None
             except ValueError as err:
                 raise FactsFetchError(f"{current}: cannot be fetched ({str(err)[:200]})") from None
@@ -414,6 +438,13 @@ def read_hub_repository(
             "HF_TOKEN holds spaces, control or non-ASCII characters; copy the token again", "input"
         )
     session = _Session(base, token, _Deadline(deadline, timeout))
+    try:
+        return _fetch(session, base, repo_id, revision)
+    finally:
+        session.deadline.stop()
+
+
+def _fetch(session: _Session, base: str, repo_id: str, revision: str) -> FetchedFacts:
     quoted_repo = urllib.parse.quote(repo_id, safe="/")
     quoted_rev = urllib.parse.quote(revision, safe="")
     info_url = f"{base}/api/models/{quoted_repo}/revision/{quoted_rev}?blobs=true"

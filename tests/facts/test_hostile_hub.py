@@ -233,6 +233,45 @@ def test_a_stalled_server_does_not_hold_the_fetch(capsys, monkeypatch, tmp_path,
     assert took < 1.5
 
 
+@pytest.mark.parametrize("where", ["status line", "headers"])
+def test_a_server_trickling_its_status_line_or_headers_does_not_hold_the_fetch(
+    capsys, monkeypatch, tmp_path, where
+):
+    # http.client reads the status line and headers itself: a byte every 50 ms never trips a socket
+    # timeout, so the deadline's watchdog must end the connection.
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            prefix = b"" if where == "status line" else b"HTTP/1.1 200 OK\r\n"
+            connection.sendall(prefix)
+            while not stop.is_set():
+                try:
+                    connection.sendall(b"X" if where == "status line" else b"X-Slow: a\r\n"[:1])
+                except OSError:
+                    return
+                stop.wait(0.05)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    try:
+        code, output, took = timed_fetch(
+            capsys, "acme/m", "--deadline", "0.5", "--context", str(tmp_path / "c")
+        )
+    finally:
+        stop.set()
+        listener.close()
+    assert_refused(code, output, "within 0.5 s", "deadline")
+    assert took < 3
+
+
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon", "99999"])
 def test_the_deadline_is_a_sane_number(capsys, value):
     code, output = fetch(capsys, "acme/m", "--deadline", value)
