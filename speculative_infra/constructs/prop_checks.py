@@ -1,4 +1,4 @@
-"""Checks of construct props, run before any jsii call receives them (issue 33, "hostile input").
+"""Checks of construct props, run before any jsii call receives them (docs/security.md, "Hostile input").
 
 A prop of the wrong type or an impossible value raises TypeError (wrong type) or ValueError (right type,
 impossible value) naming the construct path, the prop, what it got and what it takes. They run at the top
@@ -314,7 +314,9 @@ def require_jsii_sequence(value: Any, interface: JsiiInterface, prop: str, where
 # --- names and tags (bounds from the SageMaker API model, botocore's sagemaker service-2.json) -----------
 
 # CreateEndpoint EndpointName, CreateInferenceComponent InferenceComponentName: 1-63 characters.
-RESOURCE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# The API's pattern allows runs of hyphens; its separate length limit is 63.
+RESOURCE_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
+MAX_RESOURCE_NAME = 63
 MAX_TAGS = 50  # TagList: at most 50 (a few are left to CDK's own, such as aws-cdk:*)
 MAX_TAG_KEY, MAX_TAG_VALUE = 128, 256  # Tag.Key 1-128, Tag.Value 0-256 characters
 
@@ -324,7 +326,7 @@ def require_resource_name(value: Any, prop: str, where: str) -> None:
     require_str(value, prop, where)
     if value is None or Token.is_unresolved(value):
         return
-    if not RESOURCE_NAME.match(value):
+    if len(value) > MAX_RESOURCE_NAME or not RESOURCE_NAME.fullmatch(value):
         raise _value_error(
             where, prop, "1-63 letters, digits and hyphens, starting and ending with a letter or digit", value
         )
@@ -340,5 +342,11 @@ def require_tags(value: Any, prop: str, where: str) -> None:
     for key, item in value.items():
         if not 1 <= len(key) <= MAX_TAG_KEY:
             raise _value_error(where, f"{prop} key", f"1 to {MAX_TAG_KEY} characters", key)
+        if key.lower().startswith(
+            "aws:"
+        ):  # reserved for AWS's own tags (Tagging AWS resources, "Tag naming")
+            raise _value_error(
+                where, f"{prop} key", "a key that does not start with aws: (AWS reserves it)", key
+            )
         if len(item) > MAX_TAG_VALUE:
             raise _value_error(where, f"{prop}[{key!r}]", f"at most {MAX_TAG_VALUE} characters", item)

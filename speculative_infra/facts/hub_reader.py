@@ -315,6 +315,7 @@ class _Session:
                 raise FactsFetchError(too_large)
             chunks.append(chunk)
         if declared is not None and total != declared:
+            self.deadline.remaining(url)  # ended by the deadline's watchdog: say that, not "cut short"
             raise FactsFetchError(f"{url}: the {what} was cut short ({total} of {declared} bytes arrived)")
         return b"".join(chunks)
 

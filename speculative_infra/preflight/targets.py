@@ -46,7 +46,7 @@ class AssemblyError(ValueError):
 def _get_atts(value: Any) -> Iterator[str]:
     """Logical ids that a property references with Fn::GetAtt or Ref."""
     if isinstance(value, dict):
-        if "Fn::GetAtt" in value and isinstance(value["Fn::GetAtt"], list):
+        if "Fn::GetAtt" in value and isinstance(value["Fn::GetAtt"], list) and value["Fn::GetAtt"]:
             yield str(value["Fn::GetAtt"][0])
         if "Ref" in value:
             yield str(value["Ref"])
@@ -138,8 +138,12 @@ def assembly_targets(folder: Path, default_region: str | None = None) -> list[Ta
         properties = properties if isinstance(properties, dict) else {}
         template_name = properties.get("templateFile", f"{name}.template.json")
         template_file = folder / str(template_name)
-        # The manifest names files inside the assembly; a path that leaves it is not CDK's.
-        if not template_file.resolve().is_relative_to(folder.resolve()):
+        # The manifest names files inside the assembly; a path that leaves it (or no path) is not CDK's.
+        try:
+            inside = template_file.resolve().is_relative_to(folder.resolve())
+        except (OSError, ValueError):  # a NUL in the name, a symlink loop
+            inside = False
+        if not inside:
             raise AssemblyError(
                 f"{folder}/manifest.json: templateFile {template_name!r} is outside the assembly"
             )
@@ -149,7 +153,13 @@ def assembly_targets(folder: Path, default_region: str | None = None) -> list[Ta
             raise AssemblyError(f"cannot read the stack's template ({err})") from None
         try:
             instances, models, s3_uris = _stack_needs(template)
-        except (AttributeError, TypeError, ValueError):  # a value of the wrong JSON type somewhere
+        except (
+            AttributeError,
+            TypeError,
+            ValueError,
+            IndexError,
+            KeyError,
+        ):  # a value of the wrong JSON type
             raise AssemblyError(
                 f"{template_file}: not shaped as a CloudFormation template (Resources, Properties and "
                 "their values must be objects, lists and strings as CloudFormation writes them)"

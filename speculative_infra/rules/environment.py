@@ -21,7 +21,8 @@ from speculative_infra.rules.finding import Severity, Violation
     severity=Severity.ERROR,
     title="Container environment within SageMaker's limits",
     rationale="SageMaker rejects more than 100 variables, a name that is not [a-zA-Z_][a-zA-Z0-9_]*, a name or "
-    "value over 1,024 bytes, or 32 KB in total (CreateModel API reference; catalog: sagemaker.yaml).",
+    "value over 1,024 bytes, or 32 KB in total (CreateModel API reference; catalog: sagemaker.yaml); a NUL "
+    "character cannot be in any process environment.",
 )
 def environment_within_limits(d: ResolvedDeployment) -> Iterator[Violation]:
     env = render_environment(d)
@@ -41,6 +42,13 @@ def environment_within_limits(d: ResolvedDeployment) -> Iterator[Violation]:
                 message=f"environment variable name {key[:60]!r} is not allowed; allowed: a letter or _ then "
                 f"letters, digits or _ ({limits.key_pattern})",
                 fix="rename the variable (e.g. replace spaces and dashes with _)",
+                field=f"environment.{key[:60]}",
+            )
+        if "\0" in value:  # the kernel ends an environment string at its first NUL
+            yield Violation(
+                message=f"environment variable {key[:60]}'s value holds a NUL character, which no process "
+                "environment can carry",
+                fix="remove the NUL character (\\0) from the value",
                 field=f"environment.{key[:60]}",
             )
         for what, text in (("name", key), ("value", value)):
@@ -73,6 +81,12 @@ def _owner_of_lmi_key(key: str, d: ResolvedDeployment) -> str | None:
     """The spec field behind an OPTION_* variable the LMI renderer writes (None: an LMI-only option)."""
     if key == "OPTION_SPECULATIVE_CONFIG":
         return "speculative"
+    # LMI's own names for two options (djl-serving, serving/docs/lmi/lmi_environment_variable_instruction.md:
+    # option.model_id is HF_MODEL_ID, option.tensor_parallel_degree is TENSOR_PARALLEL_DEGREE).
+    if key == "OPTION_MODEL_ID":
+        return "model.id"
+    if key == "TENSOR_PARALLEL_DEGREE":
+        return "engine.tensor_parallel_size"
     written = {option_key(dest): dest for dest in d.spec.engine.given()}
     written.update({option: dest for dest, option in LMI_RENAMED.items()})
     if key in written:

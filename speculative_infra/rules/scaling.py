@@ -57,6 +57,18 @@ def scaling_bounds(d: ResolvedDeployment) -> Iterator[Violation]:
                 fix="make min_capacity <= max_capacity",
                 field=f"scaling.schedules[{i}]",
             )
+        if (
+            sched.max_capacity is None
+            and sched.min_capacity is not None
+            and sched.min_capacity > s.max_capacity
+        ):
+            # A schedule that sets only the minimum keeps scaling.max_capacity as the maximum.
+            yield Violation(
+                message=f"scaling.schedules[{i}] ({sched.name}): min_capacity {sched.min_capacity} > "
+                f"scaling.max_capacity {s.max_capacity}, the maximum the schedule leaves in place",
+                fix=f"set the schedule's max_capacity too, or a min_capacity of at most {s.max_capacity}",
+                field=f"scaling.schedules[{i}].min_capacity",
+            )
         if not sched.schedule.startswith(("cron(", "rate(", "at(")):
             yield Violation(
                 message=f"scaling.schedules[{i}].schedule is {sched.schedule!r}; allowed: cron(...), rate(...) or at(...)",

@@ -56,37 +56,64 @@ def _check_scalar(node: ScalarNode) -> None:
             )
 
 
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_keys(node: MappingNode) -> None:
+    """A key given twice in one mapping: YAML keeps the last, silently dropping the first."""
+    seen: dict[tuple[str, str], ScalarNode] = {}
+    for key, _ in node.value:
+        if not isinstance(key, ScalarNode) or key.tag == _MERGE_TAG:
+            continue
+        first = seen.setdefault((key.tag, key.value), key)
+        if first is not key:
+            raise BoundedYamlError(
+                f"{_where(key)}: {key.value[:60]!r} is given twice in one mapping (first at {_where(first)}); "
+                "YAML would keep the second and drop the first"
+            )
+
+
 def measure(root: Node) -> int:
-    """The number of nodes with every alias expanded; BoundedYamlError past the limits."""
+    """The number of nodes with every alias expanded; BoundedYamlError past the limits.
+
+    Depth is each node's height (the containers below it, aliases followed), memoised with its size: a
+    node is measured once however often it is referenced, and a deep node referenced from a shallow
+    place still counts its full height there.
+    """
     expanded: dict[int, int] = {}  # node id -> expanded size, for nodes measured already
+    height: dict[int, int] = {}  # node id -> containers on the longest path down from it (itself included)
     on_path: set[int] = set()
     # Iterative post-order walk: a deep document must not exhaust Python's recursion limit.
-    stack: list[tuple[Node, int, bool]] = [(root, 1, False)]
+    stack: list[tuple[Node, bool]] = [(root, False)]
     while stack:
-        node, depth, children_done = stack.pop()
+        node, children_done = stack.pop()
         key = id(node)
         if children_done:
             on_path.discard(key)
-            expanded[key] = 1 + sum(expanded[id(c)] for c in _children(node))
+            children = _children(node)
+            expanded[key] = 1 + sum(expanded[id(c)] for c in children)
+            height[key] = 1 + max((height[id(c)] for c in children), default=0)
             if expanded[key] > MAX_EXPANDED_NODES:
                 raise BoundedYamlError(
                     f"{_where(node)}: aliases expand the document past {MAX_EXPANDED_NODES:,} values; "
                     "a spec needs a few hundred"
                 )
+            if height[key] > MAX_NESTING:
+                raise BoundedYamlError(f"{_where(node)}: nested more than {MAX_NESTING} levels deep")
             continue
         if key in expanded:
             continue
         if key in on_path:
             raise BoundedYamlError(f"{_where(node)}: an alias refers to a node that contains it")
-        if depth > MAX_NESTING:
-            raise BoundedYamlError(f"{_where(node)}: nested more than {MAX_NESTING} levels deep")
         if isinstance(node, ScalarNode):
             _check_scalar(node)
-            expanded[key] = 1
+            expanded[key], height[key] = 1, 0
             continue
+        if isinstance(node, MappingNode):
+            _check_keys(node)
         on_path.add(key)
-        stack.append((node, depth, True))
-        stack.extend((child, depth + 1, False) for child in _children(node) if id(child) not in expanded)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in expanded)
     return expanded[id(root)]
 
 
@@ -108,7 +135,7 @@ class _DepthLimitedLoader(yaml.SafeLoader):
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         self._depth += 1
         try:
-            if self._depth > MAX_NESTING:
+            if self._depth > MAX_NESTING + 1:  # the containers, and a scalar inside the deepest
                 raise BoundedYamlError(f"{_where_event(self)}: nested more than {MAX_NESTING} levels deep")
             return super().compose_node(parent, index)
         finally:
@@ -123,7 +150,8 @@ def _where_event(loader: yaml.SafeLoader) -> str:
 def load_bounded_yaml(text: str) -> Any:
     """One YAML document, checked by `measure` before it is constructed.
 
-    Raises yaml.YAMLError for syntax errors and BoundedYamlError for documents past the limits.
+    Raises yaml.YAMLError for syntax errors and BoundedYamlError for documents past the limits or
+    values YAML cannot build (a date such as 2001-02-30, `!!int abc`).
     """
     loader = _DepthLimitedLoader(text)
     try:
@@ -131,6 +159,30 @@ def load_bounded_yaml(text: str) -> Any:
         if node is None:
             return None
         measure(node)
-        return loader.construct_document(node)
+        try:
+            return loader.construct_document(node)
+        except (ValueError, TypeError, AttributeError, OverflowError) as err:
+            raise BoundedYamlError(_unbuildable(node, err)) from None
     finally:
         loader.dispose()
+
+
+def _unbuildable(root: Node, err: Exception) -> str:
+    """Name the scalar YAML could not build (PyYAML's constructors raise without a position)."""
+    probe = yaml.SafeLoader("")
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            try:
+                probe.construct_object(node)
+            except Exception:
+                return (
+                    f"{_where(node)}: {node.value[:60]!r} cannot be read as {node.tag.rsplit(':', 1)[-1]} "
+                    f"({err}); quote it to give a string"
+                )
+        stack.extend(_children(node))
+    return f"a value YAML cannot build ({err})"

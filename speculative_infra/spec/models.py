@@ -9,8 +9,8 @@ unknown keys.
 from __future__ import annotations
 
 import math
-import zoneinfo
 from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -31,13 +31,6 @@ API_INT_MAX = 2**31 - 1
 # Application Auto Scaling takes a target between -2^360 and 2^360 (TargetTrackingScalingPolicyConfiguration,
 # https://docs.aws.amazon.com/autoscaling/application/APIReference/API_TargetTrackingScalingPolicyConfiguration.html).
 AAS_TARGET_MAX = 2.0**360
-# Far above any published checkpoint (the largest open ones hold ~2,000 billion parameters); a bound so
-# that sizes stay finite through the memory model's arithmetic.
-MAX_PARAMETERS_BILLION = 100_000.0
-MAX_WEIGHTS_GB = 1_000_000.0
-# Below a thousand parameters (a kilobyte of weights) there is no model, only a typo of units.
-MIN_PARAMETERS_BILLION = 1e-6
-MIN_WEIGHTS_GB = 1e-6
 # Free-form keys (engine extras, speculative extras) may hold numbers of any flag; vLLM reads them as
 # Python ints and floats, and the container gets them as text. Longer integers are not settings.
 _MAX_FREE_INT = 2**63 - 1
@@ -72,7 +65,10 @@ def _check_free_keys(model: BaseModel) -> None:
 
 @cache
 def _time_zones() -> frozenset[str]:
-    return frozenset(zoneinfo.available_timezones())
+    # The tzdata package's own list of the IANA database's zones: zoneinfo.available_timezones() also
+    # lists whatever sits in the machine's zoneinfo folder (Debian's "localtime", a link to /etc/localtime).
+    zones = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8").split()
+    return frozenset(zone for zone in zones if zone != "Factory")
 
 
 # inference_ami_version values that are not host image names. One default for every entry point
@@ -116,24 +112,22 @@ class ModelSpec(BaseModel):
     )
     architecture: str | None = None
     model_type: str | None = None
-    parameters_billion: float | None = Field(
-        default=None, ge=MIN_PARAMETERS_BILLION, le=MAX_PARAMETERS_BILLION
-    )
-    num_hidden_layers: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    num_attention_heads: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    num_key_value_heads: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    head_dim: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    hidden_size: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    max_position_embeddings: int | None = Field(default=None, ge=1, le=API_INT_MAX)
+    parameters_billion: float | None = Field(default=None, gt=0)
+    num_hidden_layers: int | None = Field(default=None, ge=1)
+    num_attention_heads: int | None = Field(default=None, ge=1)
+    num_key_value_heads: int | None = Field(default=None, ge=1)
+    head_dim: int | None = Field(default=None, ge=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    max_position_embeddings: int | None = Field(default=None, ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] | None = None
-    weights_gb: float | None = Field(default=None, ge=MIN_WEIGHTS_GB, le=MAX_WEIGHTS_GB)
+    weights_gb: float | None = Field(default=None, gt=0)
     quantization: QuantizationMethod | None = None
     quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
-    quantized_parameters_billion: float | None = Field(default=None, gt=0, le=MAX_PARAMETERS_BILLION)
-    vocab_size: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    sliding_window: int | None = Field(default=None, ge=1, le=API_INT_MAX)
-    sliding_window_layers: int | None = Field(default=None, ge=0, le=API_INT_MAX)
-    mtp_layers: int | None = Field(default=None, ge=0, le=API_INT_MAX)
+    quantized_parameters_billion: float | None = Field(default=None, gt=0)
+    vocab_size: int | None = Field(default=None, ge=1)
+    sliding_window: int | None = Field(default=None, ge=1)
+    sliding_window_layers: int | None = Field(default=None, ge=0)
+    mtp_layers: int | None = Field(default=None, ge=0)
     gated: bool | None = None
 
     @field_validator("id")
@@ -146,6 +140,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
+        # Ranges and relations shared with the catalog and fetched facts (model_consistency.py).
         problems = model_facts_problems(self.model_dump(exclude_none=True))
         if problems:
             field, reason = problems[0]

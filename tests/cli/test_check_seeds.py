@@ -39,7 +39,9 @@ def test_g5_vllm_failure_names_driver_and_fix(run_cli):
 
 
 def test_g5_vllm_passes_with_the_recommended_host_image(run_cli, tmp_path):
-    spec = (EXAMPLE_SPECS / "vllm-g5-12xlarge.yaml").read_text() + "inference_ami_version: auto\n"
+    spec = (EXAMPLE_SPECS / "vllm-g5-12xlarge.yaml").read_text()
+    assert "inference_ami_version: default\n" in spec
+    spec = spec.replace("inference_ami_version: default\n", "inference_ami_version: auto\n")
     path = tmp_path / "spec.yaml"
     path.write_text(spec)
     code, out, _ = run_cli("check", str(path), "--format", "json")

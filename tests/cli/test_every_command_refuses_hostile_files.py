@@ -78,7 +78,8 @@ def test_every_file_argument_refuses_every_hostile_kind(run_cli, tmp_path, monke
         '"num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 256, '
         '"max_position_embeddings": 1024, "vocab_size": 1000, "torch_dtype": "bfloat16"}'
     )
-    (model / "model.safetensors").write_bytes(b"\0" * 1024)
+    with (model / "model.safetensors").open("wb") as weights:
+        weights.truncate(64 * 2**20)  # 32 million bf16 parameters, sparse
     hostile = tmp_path / "hostile.file"
     MAKERS[kind](hostile)
     argv = [

@@ -95,6 +95,11 @@ def test_the_size_limit_is_on_bytes_read_not_on_what_stat_reports(tmp_path):
     assert read_bytes(path, max_bytes=11) == b"x" * 11  # boundary: exactly the limit is read
     with pytest.raises(InputFileError, match="larger than 10 bytes"):
         read_bytes(path, max_bytes=10)
+    # /proc files are regular files whose st_size is 0 whatever they hold: only the bounded read sees it.
+    status = Path("/proc/self/status")
+    assert status.stat().st_size == 0
+    with pytest.raises(InputFileError, match="larger than 16 bytes"):
+        read_bytes(status, max_bytes=16)
 
 
 def _bomb(levels: int, under: str | None = None) -> str:
@@ -104,7 +109,9 @@ def _bomb(levels: int, under: str | None = None) -> str:
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
     body = "\n".join("  " + line for line in lines) if under else "\n".join(lines)
     head = f"{under}:\n" if under else ""
-    return _reference_yaml() + head + body + "\n"
+    data = deep_merge(REFERENCE_SPEC, {})
+    data.pop(under or "", None)  # the bomb takes the section's place (a key given twice is refused)
+    return yaml.safe_dump(data, sort_keys=False) + head + body + "\n"
 
 
 @pytest.mark.parametrize("under", [None, "engine", "speculative", "environment"])
@@ -141,6 +148,84 @@ def test_a_recursive_alias_is_refused(run_cli, tmp_path):
 )
 def test_deep_nesting_is_refused_at_the_limit(run_cli, tmp_path, text):
     _refused(run_cli, _spec_file(tmp_path, text), "nested more than 64 levels deep")
+
+
+def test_aliases_cannot_hide_depth_behind_a_shallow_reference(run_cli, tmp_path):
+    # Each anchor is 40 levels deep around the previous one. Measured where first met (a0 first, from
+    # the shallow list at the end), the walk once counted each anchor's own 40 levels only and let a
+    # document 120 levels deep through.
+    lines = ["a0: &a0 " + "[" * 40 + "{}" + "]" * 40]
+    lines += [f"a{i}: &a{i} " + "[" * 40 + f"*a{i - 1}" + "]" * 40 for i in range(1, 3)]
+    deep = "\n".join("  " + line for line in lines)
+    text = _reference_yaml() + "x_deep:\n" + deep + "\nx_shallow: [*a2, *a1, *a0]\n"
+    _refused(run_cli, _spec_file(tmp_path, text), "nested more than 64 levels deep")
+
+
+@pytest.mark.parametrize(("lists", "refused"), [(62, False), (63, True)])
+def test_the_nesting_limit_counts_containers_as_json_does(lists, refused):
+    from speculative_infra.safe_files import parse_json
+    from speculative_infra.spec.bounded_yaml import BoundedYamlError, load_bounded_yaml
+
+    # The document, engine's mapping and the lists: 64 containers in all is the limit, in YAML and JSON.
+    yaml_text = "engine: {x: " + "[" * lists + "1" + "]" * lists + "}"
+    json_text = '{"engine": {"x": ' + "[" * lists + "1" + "]" * lists + "}}"
+    if refused:
+        with pytest.raises(BoundedYamlError, match="nested more than 64"):
+            load_bounded_yaml(yaml_text)
+        with pytest.raises(ValueError, match="nested more than 64"):
+            parse_json(json_text, source="t")
+    else:
+        assert load_bounded_yaml(yaml_text) == parse_json(json_text, source="t")
+
+
+@pytest.mark.parametrize(("digits", "refused"), [(64, False), (65, True)])
+def test_the_integer_length_limit_is_64_digits_in_yaml_and_json(digits, refused):
+    from speculative_infra.safe_files import InputFileError, parse_json
+    from speculative_infra.spec.bounded_yaml import BoundedYamlError, load_bounded_yaml
+
+    number = "9" * digits
+    if refused:
+        with pytest.raises(BoundedYamlError, match="at most 64 digits"):
+            load_bounded_yaml(f"x: {number}")
+        with pytest.raises(InputFileError, match="at most 64 digits"):
+            parse_json(f'{{"x": {number}}}', source="t")
+    else:
+        assert (
+            load_bounded_yaml(f"x: {number}")
+            == parse_json(f'{{"x": {number}}}', source="t")
+            == {"x": int(number)}
+        )
+
+
+@pytest.mark.parametrize(("items", "refused"), [(99_996, False), (99_997, True)])
+def test_the_expansion_limit_is_exact(items, refused):
+    from speculative_infra.spec.bounded_yaml import BoundedYamlError, measure
+
+    # a: &l [x, x, ...] (items + 1 nodes), then b: *l, in a mapping: 1 + 2 keys + 2 x (items + 1) nodes.
+    half = items // 2
+    text = "a: &l [" + ", ".join(["x"] * half) + "]\nb: *l\n"
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    size = 1 + 2 + 2 * (half + 1)
+    if refused and size > 100_000:
+        with pytest.raises(BoundedYamlError, match="past 100,000 values"):
+            measure(node)
+    elif size <= 100_000:
+        assert measure(node) == size
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("engine: {max_model_len: 2001-02-30}", "'2001-02-30' cannot be read as timestamp"),
+        ("engine: {max_model_len: !!timestamp foo}", "'foo' cannot be read as timestamp"),
+        ("engine: {max_model_len: !!int abc}", "'abc' cannot be read as int"),
+        ("engine: {gpu_memory_utilization: !!float abc}", "'abc' cannot be read as float"),
+        ("engine: {max_num_seqs: 64}\nengine: {max_num_seqs: 8}", "'engine' is given twice in one mapping"),
+    ],
+)
+def test_values_yaml_cannot_build_and_keys_given_twice_are_spec_errors(run_cli, tmp_path, text, reason):
+    err = _refused(run_cli, _spec_file(tmp_path, text + "\n"), reason)
+    assert "line " in err
 
 
 def test_nesting_up_to_the_limit_is_read_and_judged_by_the_schema(run_cli, tmp_path):
@@ -209,9 +294,24 @@ def test_an_integer_of_64_digits_is_read_and_then_judged_by_its_range(run_cli, t
             "scaling.scale_in_cooldown_seconds",
             "less than or equal to 2147483647",
         ),
-        ({"model": {"parameters_billion": 1e6}}, "model.parameters_billion", "less than or equal to 100000"),
+        (
+            {"model": {"parameters_billion": 1e6}},
+            "model",
+            "parameters_billion is 1000000.0; allowed: 1e-06 to 100000",
+        ),
+        ({"model": {"parameters_billion": 1e-7}}, "model", "parameters_billion is 1e-07; allowed: 1e-06"),
+        (
+            {"model": {"parameters_billion": 30, "weights_gb": 1e-3}},
+            "model",
+            "weights_gb 0.001 for 30 billion parameters; allowed: 0.1 to 8 GB per billion",
+        ),
         ({"model": {"weights_gb": float("inf")}}, "model.weights_gb", "finite"),
-        ({"model": {"num_hidden_layers": 2**31}}, "model.num_hidden_layers", "2147483647"),
+        (
+            {"model": {"num_hidden_layers": 10_001}},
+            "model",
+            "num_hidden_layers is 10001; allowed: 1 to 10000",
+        ),
+        ({"model": {"head_dim": 16_385}}, "model", "head_dim is 16385; allowed: 1 to 16384"),
         (
             {"model": {"num_attention_heads": 64, "num_key_value_heads": 7}},
             "model",
@@ -538,16 +638,25 @@ def test_fuzz_alias_graphs_expand_within_the_limit_or_are_refused(tmp_path, leve
     lines = ["a0: &a0 [x]"]
     for i in range(1, levels):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]")
+    data = deep_merge(REFERENCE_SPEC, {})
+    engine = data.pop("engine")
     path = tmp_path / "bomb.yaml"
-    path.write_text(_reference_yaml() + "engine:\n" + "\n".join("  " + line for line in lines) + "\n")
-    expanded = sum(width**i * 2 for i in range(levels))  # a rough count: lists and their items
+    body = "\n".join("  " + line for line in lines)
+    path.write_text(yaml.safe_dump(data, sort_keys=False) + "engine:\n" + body + "\n")
+    # Expanded size of the aliases alone: anchor i holds 1 + width x (size of anchor i - 1) nodes.
+    size, sizes = 2, [2]
+    for _ in range(1, levels):
+        size = 1 + width * size
+        sizes.append(size)
+    aliases = sum(sizes) + levels  # and one key per anchor
     try:
-        load_spec(path)
+        spec = load_spec(path)
     except SpecError as err:
         reasons = " ".join(reason for _, reason in err.problems)
-        if "aliases expand" in reasons:
-            assert expanded > MAX_EXPANDED_NODES / 4
+        assert "aliases expand" in reasons and aliases > MAX_EXPANDED_NODES - 200, (aliases, reasons)
         return
+    assert aliases <= MAX_EXPANDED_NODES  # read: then every alias was expanded within the limit
+    assert engine and spec.engine.model_extra is not None
 
 
 def test_a_spec_of_exactly_the_limit_is_read_as_yaml(tmp_path):
@@ -610,6 +719,13 @@ def test_preflight_flags_are_validated_before_any_call(run_cli, flag, value, rea
         ('{"artifacts": {"S": {"type": "aws:cloudformation:stack"}}}', '{"Resources": {"A": "x"}}',
          "not shaped as a CloudFormation template"),
         ('{"artifacts": {"S": {"type": "aws:cloudformation:stack"}}}', '{"Resources": NaN}', "NaN"),
+        ('{"artifacts": {"S": {"type": "aws:cloudformation:stack", "properties": {"templateFile": "a\\u0000b"}}}}',
+         None, "is outside the assembly"),
+        ('{"artifacts": {"S": {"type": "aws:cloudformation:stack"}}}',
+         '{"Resources": {"E": {"Type": "AWS::SageMaker::Endpoint", "Properties": {"EndpointConfigName": '
+         '{"Fn::GetAtt": []}}}, "T": {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": '
+         '{"ScalableDimension": "sagemaker:variant:DesiredInstanceCount", "ResourceId": {"Fn::GetAtt": []}}}}}',
+         None),
     ],
 )  # fmt: skip
 def test_preflight_refuses_a_malformed_cloud_assembly(run_cli, tmp_path, manifest, template, reason):
@@ -617,6 +733,9 @@ def test_preflight_refuses_a_malformed_cloud_assembly(run_cli, tmp_path, manifes
     if template is not None:
         (tmp_path / "S.template.json").write_text(template)
     code, _, err = run_cli("preflight", str(tmp_path), "--region", "us-east-1")
+    if reason is None:  # read: an empty Fn::GetAtt names nothing, so the stack needs no instances
+        assert "Traceback" not in err and code == 2 and "no AWS credentials" in err
+        return
     assert code == 2 and reason in err and "Traceback" not in err
 
 

@@ -504,17 +504,17 @@ def test_a_config_of_the_wrong_json_types_is_a_clear_error(capsys, monkeypatch, 
     [
         (
             {"num_key_value_heads": 7},
-            "num_key_value_heads: 7 does not divide num_attention_heads 24; allowed: a divisor",
+            "num_key_value_heads 7 does not divide num_attention_heads 24; allowed: a divisor",
         ),
-        ({"num_key_value_heads": 48}, "num_key_value_heads: 48 does not divide num_attention_heads 24"),
+        ({"num_key_value_heads": 48}, "num_key_value_heads 48 does not divide num_attention_heads 24"),
         ({"head_dim": 100_000}, "head_dim is 100000; allowed: 1 to 16384"),
-        ({"head_dim": 1}, "head_dim x num_attention_heads is 1 x 24 = 24 for hidden_size 3072"),
-        ({"head_dim": 4096}, "= 98304 for hidden_size 3072"),
+        ({"head_dim": 1}, "head_dim x num_attention_heads is 24 for hidden_size 3072"),
+        ({"head_dim": 4096}, "is 98304 for hidden_size 3072"),
         ({"max_position_embeddings": 2**40}, "max_position_embeddings is 1099511627776"),
         ({"num_hidden_layers": 10**9}, "num_hidden_layers is 1000000000; allowed: 1 to 10000"),
         ({"vocab_size": 10**12}, "vocab_size is 1000000000000"),
         ({"hidden_size": 10**30}, "hidden_size is"),
-        ({"num_nextn_predict_layers": 29}, "mtp_layers is 29; allowed: at most num_hidden_layers (28)"),
+        ({"num_nextn_predict_layers": 29}, "mtp_layers 29 is more than num_hidden_layers 28"),
         ({"num_attention_heads": 10**40}, "num_attention_heads is"),
     ],
 )
@@ -551,18 +551,18 @@ def good_context_entry() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
-        (("model", "num_key_value_heads"), 7, "num_key_value_heads: 7 does not divide"),
+        (("model", "num_key_value_heads"), 7, "num_key_value_heads 7 does not divide"),
         (
             ("model", "sliding_window_layers"),
             29,
-            "sliding_window_layers: 29 is more than num_hidden_layers 28",
+            "sliding_window_layers 29 is more than num_hidden_layers 28",
         ),
         (("model", "parameters_billion"), math.inf, r"parameters_billion[\s\S]*finite"),
         (("model", "weights_gb"), math.inf, r"weights_gb[\s\S]*finite"),
         (
             ("model", "active_parameters_billion"),
             4.0,
-            "active_parameters_billion: 4 is more than parameters_billion 3",
+            "active_parameters_billion 4 is more than parameters_billion 3",
         ),
         (
             ("model", "experts_per_token: 9 is more than num_experts 8"),

@@ -348,6 +348,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"environment": {f"EXTRA_{i}": "x" for i in range(10)}},
         {"environment": {f"EXTRA_{i}": "x" for i in range(100)}},
     ),
+    "SI510 nul": ({"environment": {"A": "a b"}}, {"environment": {"A": "a\0b"}}),
     "SI510 key": ({"environment": {"_has_underscore9": "x"}}, {"environment": {"has space": "x"}}),
     "SI511": (
         {"environment": {"VLLM_LOGGING_LEVEL": "INFO"}},
@@ -359,6 +360,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {**LMI_G6E, "environment": {"OPTION_TGI_COMPAT": "true"}},
         {**LMI_G6E, "environment": {"OPTION_MAX_ROLLING_BATCH_SIZE": "512"}},
     ),
+    "SI511 lmi model": ({**LMI_G6E}, {**LMI_G6E, "environment": {"OPTION_MODEL_ID": "evil/model"}}),
+    "SI511 lmi degree": ({**LMI_G6E}, {**LMI_G6E, "environment": {"TENSOR_PARALLEL_DEGREE": "8"}}),
     "SI511 lmi flag": ({**LMI_G6E}, {**LMI_G6E, "environment": {"OPTION_MAX_MODEL_LEN": "4096"}}),
     "SI511 lmi async mode": ({**LMI_G6E}, {**LMI_G6E, "environment": {"OPTION_ROLLING_BATCH": "vllm"}}),
     "SI530": (
@@ -373,6 +376,21 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI600": (
         {"scaling": {"min_capacity": 1, "max_capacity": 2}},
         {"scaling": {"min_capacity": 3, "max_capacity": 2}},
+    ),
+    # A schedule that sets only min_capacity keeps scaling.max_capacity (3) as the maximum.
+    "SI600 schedule": (
+        {
+            "scaling": {
+                "max_capacity": 3,
+                "schedules": [{"name": "day", "schedule": "cron(0 8 * * ? *)", "min_capacity": 3}],
+            }
+        },
+        {
+            "scaling": {
+                "max_capacity": 3,
+                "schedules": [{"name": "day", "schedule": "cron(0 8 * * ? *)", "min_capacity": 4}],
+            }
+        },
     ),
     "SI601": (
         {"scaling": {"max_capacity": 2, "target_value": 8}},
