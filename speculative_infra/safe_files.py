@@ -173,8 +173,8 @@ def output_problem(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def write_text(path: str | os.PathLike[str], text: str, *, what: str = "output") -> None:
-    """Write `text` to a new or regular file, atomically; InputFileError for anything else."""
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, what: str = "output") -> None:
+    """Write `data` to a new or regular file, atomically; InputFileError for anything else."""
     problem = output_problem(path)
     if problem is not None:
         raise InputFileError(path, f"{what} not written: {problem}")
@@ -185,8 +185,8 @@ def write_text(path: str | os.PathLike[str], text: str, *, what: str = "output")
     except OSError as err:
         raise InputFileError(path, f"{what} not written: {err.strerror or err}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         # mkstemp makes the file private; keep the mode of the file replaced, else the usual 0644.
         os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode) if target.exists() else 0o644)
         problem = output_problem(path)  # checked again: the path may have changed while writing
@@ -198,6 +198,11 @@ def write_text(path: str | os.PathLike[str], text: str, *, what: str = "output")
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, what: str = "output") -> None:
+    """`write_bytes` of UTF-8 text, written as given (no newline translation)."""
+    write_bytes(path, text.encode("utf-8"), what=what)
 
 
 def _size(n: int) -> str:

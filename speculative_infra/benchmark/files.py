@@ -11,7 +11,6 @@ import io
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,29 +109,3 @@ def write_all(result: BenchmarkResult, paths: OutputPaths, new_records: Iterable
     append_request_records(new_records, paths.requests_jsonl)
     write_levels_csv(result, paths.levels_csv)
     write_results(result, paths.results)
-
-
-def write_binary(path: Path, data: bytes, *, what: str = "output") -> None:
-    """``safe_files.write_text`` for bytes (the report's PNG plots): a new or regular file only, never
-    through a symbolic link, atomically through a temporary file of a random name."""
-    problem = output_problem(path)
-    if problem is not None:
-        raise InputFileError(path, f"{what} not written: {problem}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise InputFileError(path, f"{what} not written: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode) if path.exists() else 0o644)
-        problem = output_problem(path)
-        if problem is not None:
-            raise InputFileError(path, f"{what} not written: {problem}")
-        os.replace(tmp, path)
-    except OSError as err:
-        raise InputFileError(path, f"{what} not written: {err.strerror or err}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

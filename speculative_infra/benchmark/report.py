@@ -13,9 +13,8 @@ from pathlib import Path
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..safe_files import write_text
+from ..safe_files import write_bytes, write_text
 from .config import MAX_CONCURRENCY
-from .files import write_binary
 from .report_markdown import plottable, summary_lines
 from .results import BenchmarkResult, LevelResult
 
@@ -78,10 +77,10 @@ def _concurrency_axis(ax: Axes, results: Sequence[BenchmarkResult]) -> None:
 def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
     # Into memory first: matplotlib would open the path itself, following a symbolic link or
-    # blocking on a FIFO; write_binary replaces only a regular file.
+    # blocking on a FIFO; write_bytes replaces only a regular file.
     image = io.BytesIO()
     fig.savefig(image, dpi=110, format="png")
-    write_binary(path, image.getvalue(), what="plot")
+    write_bytes(path, image.getvalue(), what="plot")
     return path
 
 

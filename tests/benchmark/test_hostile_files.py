@@ -23,12 +23,11 @@ from speculative_infra.benchmark.files import (
     append_request_records,
     load_results,
     write_all,
-    write_binary,
     write_results,
 )
 from speculative_infra.benchmark.results import BenchmarkResult, RequestRecord
 from speculative_infra.cli.main import main
-from speculative_infra.safe_files import MAX_DATASET_BYTES, MAX_RESULTS_BYTES, InputFileError
+from speculative_infra.safe_files import MAX_DATASET_BYTES, MAX_RESULTS_BYTES, InputFileError, write_bytes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 UNREACHABLE = ["bench", "--url", "http://127.0.0.1:9", "--concurrency", "1", "--quiet"]
@@ -286,7 +285,7 @@ def test_the_writers_refuse_links_fifos_and_folders(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="symbolic link"):
         write_all(result, dataclass_replace_jsonl(paths, tmp_path / "fresh.jsonl"))
     with pytest.raises(InputFileError, match="symbolic link"):
-        write_binary(tmp_path / "plot.png", b"\x89PNG")
+        write_bytes(tmp_path / "plot.png", b"\x89PNG")
     assert target.read_text() == "keep me"
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
