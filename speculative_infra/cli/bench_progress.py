@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from speculative_infra.benchmark.config import Level, LoadConfig
-from speculative_infra.benchmark.load import LevelProgress
-from speculative_infra.benchmark.results import LevelResult
+if TYPE_CHECKING:  # annotations only: `bench --help` and the other commands start without the engine
+    from speculative_infra.benchmark.config import Level, LoadConfig
+    from speculative_infra.benchmark.load import LevelProgress
+    from speculative_infra.benchmark.results import LevelResult
 
 # Often enough that a CI log shows the run is alive, seldom enough to stay readable (seconds of a level,
 # on the engine's clock).

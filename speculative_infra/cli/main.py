@@ -7,11 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from speculative_infra._version import __version__
+from speculative_infra.cli.bench_command import add_bench_command
 from speculative_infra.cli.catalog_command import add_catalog_command
 from speculative_infra.cli.check_command import add_check_command
 from speculative_infra.cli.facts_command import add_facts_command
 from speculative_infra.cli.plan_command import add_plan_command
 from speculative_infra.cli.preflight_command import add_preflight_command
+from speculative_infra.cli.report_command import add_report_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,14 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_facts_command(subparsers)
     add_preflight_command(subparsers)
     add_plan_command(subparsers)
-    _add_bench_commands(subparsers)
+    add_bench_command(subparsers)  # the benchmark engine loads only when bench or report runs
+    add_report_command(subparsers)
     return parser
-
-
-def _add_bench_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from speculative_infra.cli.bench import add_bench_commands
-
-    add_bench_commands(subparsers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
