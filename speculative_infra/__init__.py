@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from speculative_infra.constructs.endpoint_benchmark import BenchmarkOptions, EndpointBenchmark
     from speculative_infra.constructs.endpoint_canary import CanaryOptions, EndpointCanary
     from speculative_infra.constructs.endpoint_dashboard import EndpointDashboard
+    from speculative_infra.constructs.endpoint_load_test import EndpointLoadTest
     from speculative_infra.constructs.inference_component_endpoint import InferenceComponentEndpoint
     from speculative_infra.constructs.lmi_component import LmiInferenceComponent
     from speculative_infra.constructs.planned_workload import PlannedWorkload
@@ -46,6 +47,7 @@ _EXPORTS = {
     "CanaryOptions": "speculative_infra.constructs.endpoint_canary",
     "EndpointCanary": "speculative_infra.constructs.endpoint_canary",
     "EndpointDashboard": "speculative_infra.constructs.endpoint_dashboard",
+    "EndpointLoadTest": "speculative_infra.constructs.endpoint_load_test",
     "EndpointSlos": "speculative_infra.constructs.slo_alarms",
     "SloAlarms": "speculative_infra.constructs.slo_alarms",
     "CheckResult": "speculative_infra.check",
@@ -87,6 +89,7 @@ __all__ = [
     "EndpointBenchmark",
     "EndpointCanary",
     "EndpointDashboard",
+    "EndpointLoadTest",
     "EndpointSlos",
     "EngineArgs",
     "Finding",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -95,17 +95,36 @@ async def run_level(
     stop: asyncio.Event | None = None,
     progress: ProgressCallback | None = None,
     job_offset: tuple[int, int] = (0, 0),
+    arrivals: Sequence[tuple[int, float]] | None = None,
+    origin: float | None = None,
 ) -> LevelRun:
     """Run one level. ``deadline`` (clock time) and ``stop`` end it early, keeping what finished.
 
     ``job_offset`` numbers the warm-up and measured requests from these indices (a worker process
     running its share of a level takes the prompts a single process would give those requests).
+    ``arrivals`` (open loop only) replaces the level's own draw with a given schedule: measured requests
+    ``(prompt index, seconds from the level's start)``, no warm-up (a distributed load test's slice).
+    ``origin`` (clock time) is the level's start when given: bodies are built before it, and arrivals
+    count from it even when the preparation ends later (those arrivals then leave late, and say so).
 
     The transport must already be started for this level.
     """
     level = level if isinstance(level, Level) else Level(level)
+    if arrivals is not None and level.request_rate is None:
+        raise ValueError("arrivals apply to an open-loop level (one with a request_rate)")
     run = _Level(
-        level, transport, prompts, load, clock, request_id_prefix, deadline, stop, progress, job_offset
+        level,
+        transport,
+        prompts,
+        load,
+        clock,
+        request_id_prefix,
+        deadline,
+        stop,
+        progress,
+        job_offset,
+        arrivals,
+        origin,
     )
     return await run.run()
 
@@ -138,7 +157,10 @@ class _Level:
         stop: asyncio.Event | None,
         progress: ProgressCallback | None,
         job_offset: tuple[int, int] = (0, 0),
+        arrivals: Sequence[tuple[int, float]] | None = None,
+        origin: float | None = None,
     ) -> None:
+        self._origin = origin
         self._level = level
         self._c = level.concurrency
         self._key = level.concurrency if level.request_rate is None else round(level.request_rate * 1000)
@@ -157,6 +179,11 @@ class _Level:
         self._jobs = [(Phase.WARMUP, warmup_from + i) for i in range(self._warmup_total)] + [
             (Phase.MEASURED, measured_from + i) for i in range(self._measured_total)
         ]
+        self._given_offsets: list[float] | None = None
+        if arrivals is not None:
+            self._warmup_total, self._measured_total = 0, len(arrivals)
+            self._jobs = [(Phase.MEASURED, index) for index, _ in arrivals]
+            self._given_offsets = [offset for _, offset in arrivals]
         # Prompts and payloads are built before the clock starts: generating them on the fly
         # would delay other requests' sends and reads on a single-threaded event loop.
         fmt = transport.api_format
@@ -185,7 +212,7 @@ class _Level:
         # freeze the survivors so collections during the level only scan what the level creates.
         gc.collect()
         gc.freeze()
-        self._started = self._clock.now()
+        self._started = self._clock.now() if self._origin is None else self._origin
         if self._level.request_rate is None:
             workers = [asyncio.ensure_future(self._worker(slot)) for slot in range(self._c)]
         else:
@@ -272,9 +299,11 @@ class _Level:
 
     async def _arrivals(self, rate: float) -> None:
         """Open loop: one task per arrival, started at its scheduled time whatever the others do."""
-        offsets = arrival_offsets(
-            rate, self._load.burstiness, len(self._jobs), f"arrivals:{self._prefix}{self._level.key()}"
-        )
+        offsets = self._given_offsets
+        if offsets is None:
+            offsets = arrival_offsets(
+                rate, self._load.burstiness, len(self._jobs), f"arrivals:{self._prefix}{self._level.key()}"
+            )
         cap = asyncio.Semaphore(self._c) if self._c else None
         arrivals: list[asyncio.Future[None]] = []
         halted = asyncio.ensure_future(self._halted_event.wait())

@@ -11,6 +11,7 @@ from speculative_infra.cli.bench_command import add_bench_command
 from speculative_infra.cli.catalog_command import add_catalog_command
 from speculative_infra.cli.check_command import add_check_command
 from speculative_infra.cli.facts_command import add_facts_command
+from speculative_infra.cli.loadtest_command import add_loadtest_command
 from speculative_infra.cli.plan_command import add_plan_command
 from speculative_infra.cli.preflight_command import add_preflight_command
 from speculative_infra.cli.report_command import add_report_command
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_command(subparsers)
     add_bench_command(subparsers)  # the benchmark engine loads only when bench or report runs
     add_report_command(subparsers)
+    add_loadtest_command(subparsers)
     return parser
 
 

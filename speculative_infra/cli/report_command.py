@@ -1,4 +1,4 @@
-"""`speculative-infra report`: plots and report.md from `bench` results files."""
+"""`speculative-infra report`: plots and report.md from `bench` results files, or from a load test's results."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from speculative_infra.safe_files import (
     MIB,
     InputFileError,
     output_problem,
+    read_json,
     write_text,
 )
 
@@ -49,6 +50,9 @@ def run_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             return usage_error(parser, f"argument results.json: {path}: {problem}")
     if (problem := _output_problem(args.out)) is not None:
         return usage_error(parser, f"argument --out: {args.out}: {problem}")
+    load_test = _load_test_result(args.results)
+    if load_test is not None:
+        return _report_load_test(parser, load_test, args)
     results: list[BenchmarkResult] = []
     for path in args.results:
         try:
@@ -149,4 +153,44 @@ def _report_without_matplotlib(results: list[BenchmarkResult], out_dir: Path) ->
         "pip install 'speculative-infra[bench]')",
         file=sys.stderr,
     )
+    return EXIT_OK
+
+
+def _load_test_result(paths: list[Path]) -> Any:
+    """A distributed load test's results.json (only ever reported alone), or None for bench results."""
+    from speculative_infra.benchmark.distributed.merge import RESULT_KIND
+
+    for path in paths:
+        try:
+            document = read_json(path, max_bytes=MAX_RESULTS_BYTES, what="results file")
+        except (InputFileError, ValueError):
+            continue  # the bench path reports it
+        if isinstance(document, dict) and document.get("kind") == RESULT_KIND:
+            return (path, document, len(paths))
+    return None
+
+
+def _report_load_test(parser: argparse.ArgumentParser, found: Any, args: argparse.Namespace) -> int:
+    from speculative_infra.benchmark.distributed.report import load_test_charts, render_load_test_markdown
+
+    path, document, count = found
+    if count > 1:
+        return usage_error(parser, f"argument results.json: {path} is a load test's results: report it alone")
+    try:
+        files = {"report.md": render_load_test_markdown(document), **load_test_charts(document)}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return usage_error(
+            parser,
+            f"argument results.json: {path} is not a complete load test results file ({type(exc).__name__}: {exc})",
+        )
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            write_text(args.out / name, text)
+    except InputFileError as exc:
+        return usage_error(parser, f"argument --out: {exc}")
+    except OSError as exc:
+        print(f"error: cannot write the report in {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_NOT_RUN
+    print(f"wrote {args.out / 'report.md'} and {len(files) - 1} charts", file=sys.stderr)
     return EXIT_OK

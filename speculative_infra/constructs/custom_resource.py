@@ -75,7 +75,22 @@ def stage_engine_handler(folder: str) -> str:
         shutil.copy2(PACKAGE_DIR / name, package / name)
     shutil.copytree(PACKAGE_DIR / "benchmark", package / "benchmark", ignore=ignore)
     shutil.copytree(handlers_dir() / folder, staging / folder, ignore=ignore)
+    _copy_sketch_library(staging)
     return str(staging)
+
+
+def _copy_sketch_library(staging: Path) -> None:
+    """ddsketch (the distributed load test's latency sketches) and six, its one dependency: both pure
+    Python, copied from the installed distributions; ddsketch's protobuf codec stays out (no protobuf)."""
+    import ddsketch
+    import six
+
+    shutil.copytree(
+        Path(ddsketch.__file__).parent,
+        staging / "ddsketch",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "pb"),
+    )
+    shutil.copy2(six.__file__, staging / "six.py")
 
 
 def handler_function(

@@ -1,0 +1,1 @@
+"""EndpointLoadTest: the plan, worker and merge steps of its state machine."""
