@@ -270,7 +270,7 @@ def _walk(reported: int = 3, ok: bool = True, entered_late: bool = False):
 
 
 def test_a_refused_plan_fails_the_execution_with_its_reason():
-    walk, end, output, ran, _ = _walk(ok=False)
+    _, end, output, ran, _ = _walk(ok=False)
     assert end == "PlanRefused" and output["CausePath"] == "$.plan.error" and ran == []
 
 
@@ -284,12 +284,12 @@ def test_each_wave_waits_for_its_own_launch_time_not_for_the_previous_wave():
 
 
 def test_a_child_that_reaches_its_launch_late_is_skipped_not_run():
-    walk, end, output, ran, _ = _walk(entered_late=True)
+    walk, end, _, ran, _ = _walk(entered_late=True)
     assert ran == [] and walk.visited.count("TooLate") == 3 and end == "Done"
 
 
 def test_no_worker_reporting_fails_the_execution():
-    walk, end, output, ran, _ = _walk(reported=0)
+    _, end, _, _, _ = _walk(reported=0)
     assert end == "NoWorkerReported"
 
 
