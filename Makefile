@@ -46,7 +46,8 @@ docs: setup
 	$(PY) scripts/render_dashboard_picture.py
 	$(PY) scripts/render_planner_plot.py
 
-## Mutation testing of the rules, the memory model and the host model (not in CI; ~20 minutes on 2 cores).
+## Mutation testing of the rules, the memory model, the host model, human-readable integers, the rendered
+## environment, the cost text and the benchmark engine's metrics, SigV4 and batch projection (not in CI).
 ## Results: docs/testing.md.
 mutation: setup
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[mutation]'
