@@ -13,7 +13,12 @@ import os
 
 import aws_cdk as cdk
 
-from speculative_infra import InferenceComponentEndpoint, LmiInferenceComponent, SpeculativeVllmEndpoint
+from speculative_infra import (
+    EndpointLoadTest,
+    InferenceComponentEndpoint,
+    LmiInferenceComponent,
+    SpeculativeVllmEndpoint,
+)
 
 QWEN3_32B_ENGINE = {
     "max_model_len": 4096,
@@ -55,6 +60,14 @@ def build_app(outdir: str | None = None) -> cdk.App:
     eagle3.add_slo_alarms(
         {"p90_ttft_ms": 1000, "p90_tpot_ms": 40, "error_rate": 0.01, "min_tokens_per_chunk": "benchmark"},
         create_topic=True,
+    )
+    # Does scaling keep up when traffic triples? Runs on demand: `speculative-infra loadtest <StateMachineArn>`.
+    EndpointLoadTest(
+        reference,
+        "LoadTest",
+        target=eagle3,
+        steps=[{"duration_s": 600, "request_rate": 1}, {"duration_s": 1200, "request_rate": 3}],
+        slo={"ttft_ms": 1000},
     )
     # The same model without speculation: the baseline of the benchmark.
     SpeculativeVllmEndpoint(
