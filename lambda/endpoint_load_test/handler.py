@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +27,8 @@ from .endpoint_metrics import fetch_activities, fetch_metrics
 
 START_DELAY_S = 60.0
 """The first wave starts this long after the plan: the Distributed Map starts its children meanwhile."""
+START_ALIGN_S = 60.0
+"""The start falls on a whole minute of the wall clock."""
 LATE_LAUNCH_S = 60.0
 """A child that reaches its launch this much after the scheduled time is skipped and reported."""
 METRIC_NAMESPACE = "SpeculativeInfra/EndpointLoadTest"
@@ -66,7 +69,10 @@ def plan(event: dict[str, Any], context: Any, s3: Any = None, now: float | None 
     s3 = s3 or _client("s3")
     bucket = event["bucket"]
     run_prefix = f"{event['prefix']}{event['execution']}/"
-    start = (now if now is not None else time.time()) + START_DELAY_S
+    # On a whole minute: the test's minutes are then CloudWatch's 60-second periods, not shifted by seconds.
+    start = (
+        math.ceil(((now if now is not None else time.time()) + START_DELAY_S) / START_ALIGN_S) * START_ALIGN_S
+    )
     items = []
     for wave in range(config.waves):
         wave_start, _ = wave_window(config, wave)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -16,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from speculative_infra.benchmark.distributed.merge import merged_sketches
 from speculative_infra.benchmark.distributed.profile import LoadStep
@@ -29,7 +33,13 @@ MAX_WAIT_S = 8 * 86_400.0
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_STILL_RUNNING = 0, 1, 2, 3
 MAX_RESULT_BYTES = 256 * 1024 * 1024
 RESULT_FILES = ("results.json", "report.md")
-UNSUPPORTED = (("dataset", "--dataset (a dataset's read access is not granted to the workers yet)"),)
+UNSUPPORTED = (
+    ("dataset", "--dataset (a dataset's read access is not granted to the workers yet)"),
+    ("reuse_prompts", "--reuse-prompts (every arrival of a load test has its own prompt)"),
+    ("output_length", "--output-length (it applies with --dataset)"),
+)
+NAME = re.compile(r"[A-Za-z0-9_-]{1,80}")
+"""Step Functions' execution names (the console's rule; no spaces, at most 80)."""
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,6 +93,10 @@ def problem(args: argparse.Namespace) -> str | None:
             return f"--step: {error}"
         if len({s.open_loop for s in steps}) > 1:
             return "--step: give all open-loop steps (RATE:SECONDS) or all closed-loop ones (cN:SECONDS)"
+    if args.dataset_format != "auto":
+        return "--dataset-format applies with --dataset, which loadtest does not support"
+    if args.name is not None and not NAME.fullmatch(args.name):
+        return f"--name: letters, digits, - and _ only, at most 80, got {args.name!r}"
     if args.max_wait is not None and args.max_wait > MAX_WAIT_S:
         return f"--max-wait: at most {MAX_WAIT_S:g} s"
     return output_problem(args.out / "results.json")
@@ -107,9 +121,27 @@ def run_loadtest(
     if found is not None:
         print(f"speculative-infra loadtest: error: {found}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        return _start_and_follow(args, sfn, s3, sleep, clock, log)
+    except (BotoCoreError, ClientError, InputFileError) as error:  # AWS said no, or sent what we cannot read
+        log(f"speculative-infra loadtest: error: {error}")
+        return EXIT_INCOMPLETE
+
+
+def _start_and_follow(
+    args: argparse.Namespace,
+    sfn: Any,
+    s3: Any,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    log: Callable[[str], None],
+) -> int:
     region = args.state_machine_arn.split(":")[3]
     sfn = sfn or _client("stepfunctions", region)
-    name = args.name or "loadtest-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    # Seconds and a random suffix: two starts in the same second do not collide.
+    name = (
+        args.name or "loadtest-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + f"-{secrets.token_hex(3)}"
+    )
     started = sfn.start_execution(
         stateMachineArn=args.state_machine_arn, name=name, input=json.dumps({"overrides": overrides(args)})
     )
@@ -194,8 +226,10 @@ class Follow:
                 try:
                     body = s3.get_object(Bucket=plan["bucket"], Key=key)["Body"].read(MAX_RESULT_BYTES)
                 except s3.exceptions.NoSuchKey:
-                    return  # waves end in order: nothing later is done either
+                    break  # not written yet (or never: a skipped or failed worker); later waves may be done
                 docs.append(parse_json(body.decode("utf-8"), source=key))
+            if len(docs) < int(plan["workers"]):
+                continue
             self._reported.add(wave)
             ok = [d for d in docs if d.get("status") == "ok"]
             requests = sum(int(d.get("requests", 0)) for d in ok)

@@ -68,7 +68,15 @@ def stage_engine_handler(folder: str) -> str:
     staging = Path(tempfile.mkdtemp(prefix=f"speculative-infra-{folder.replace('_', '-')}-"))
     # Synthesis copies the asset into the cloud assembly; the staging folder is not needed afterwards.
     atexit.register(shutil.rmtree, staging, ignore_errors=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "report.py")
+    engine_root = PACKAGE_DIR / "benchmark"
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        # benchmark/report.py needs matplotlib (not in Lambda); every other module, at any depth, goes.
+        skipped = {n for n in names if n == "__pycache__" or n.endswith(".pyc")}
+        if Path(folder).resolve() == engine_root.resolve():
+            skipped.add("report.py")
+        return skipped
+
     package = staging / "speculative_infra"
     package.mkdir()
     for name in ("__init__.py", "_version.py", "safe_files.py"):  # safe_files: the engine's bounded reads

@@ -1,4 +1,4 @@
-"""EndpointLoadTest: a stepped load test of any duration across Lambda workers, on Step Functions.
+"""EndpointLoadTest: a stepped load test of up to a week across Lambda workers, on Step Functions.
 
 A Distributed Map starts one child execution per (wave, worker); each waits on Step Functions' own timer
 until its wave's launch, runs one wave's slice of the shared arrival schedule with the benchmark engine
@@ -11,7 +11,6 @@ and writes JSON, Markdown and SVG (docs/load-testing.md). Nothing runs until an 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,7 +39,8 @@ from speculative_infra.constructs.prop_checks import (
     wrong_type,
 )
 
-METRIC_NAMESPACE = "SpeculativeInfra/EndpointLoadTest"  # written by lambda/endpoint_load_test/handler.py
+METRIC_NAMESPACE = "SpeculativeInfra/EndpointLoadTest"
+MERGE_MEMORY_MB = 4096  # every record of a test in one function: 2 million records are ~1.2 GB  # written by lambda/endpoint_load_test/handler.py
 ENDPOINT_PLACEHOLDER = "${EndpointName}"
 COMPONENT_PLACEHOLDER = "${ComponentName}"
 
@@ -153,7 +153,7 @@ class EndpointLoadTest(Construct):
         for name, fn_id, timeout, memory in (
             ("plan", "Plan", Duration.minutes(1), 256),
             ("worker", "Worker", Duration.minutes(15), worker_memory_mb),
-            ("merge", "Merge", Duration.minutes(10), 2048),
+            ("merge", "Merge", Duration.minutes(15), MERGE_MEMORY_MB),
         ):
             fn = handler_function(
                 self,
@@ -166,6 +166,15 @@ class EndpointLoadTest(Construct):
             )
             fn.add_to_role_policy(
                 iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[objects])
+            )
+            # Listing under the prefix makes a missing output a 404 (NoSuchKey), not a 403: the merge reports
+            # a worker that wrote nothing instead of failing on it.
+            fn.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[self.results_bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+                )
             )
             assert fn.role is not None
             acknowledge(
@@ -207,8 +216,6 @@ class EndpointLoadTest(Construct):
             state_machine_name=self.state_machine_name,
             definition_body=sfn.DefinitionBody.from_string(json.dumps(definition)),
             definition_substitutions=substitutions,
-            # The longest test (a week) plus its merge; executions end far sooner.
-            timeout=Duration.seconds(math.ceil(self.config.duration_s) + 86_400),
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL),
             comment=f"speculative-infra load test of {info.label}",

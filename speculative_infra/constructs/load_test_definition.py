@@ -5,8 +5,8 @@
 
 Each item's child execution waits (a Wait state: Step Functions' own timer, no Lambda waits) until its
 wave's launch time, then invokes the worker for at most one wave. Every item is started at once, so a
-wave's workers start on the schedule, not when the previous wave's happen to finish; a child that
-reaches its launch more than a minute late is skipped and reported by the merge. ``${...}`` names are
+wave's workers start on the schedule, not when the previous wave's happen to finish; a child whose wait
+ends more than a minute after its launch time is skipped and reported by the merge. ``${...}`` names are
 filled by CloudFormation's DefinitionSubstitutions.
 """
 
@@ -18,6 +18,8 @@ MAX_CONCURRENT_ITEMS = 10_000
 """Child executions a Distributed Map runs at once (the most Step Functions allows)."""
 WORKER_TASK_TIMEOUT_S = 960
 """The worker's 15 minutes plus the invocation's own overhead."""
+EXECUTION_TIMEOUT_S = 8 * 86_400
+"""An execution ends within 8 days whatever happens (a week's test and a day to spare)."""
 SUBSTITUTIONS = ("PlanFunctionArn", "WorkerFunctionArn", "MergeFunctionArn", "ResultsBucket")
 
 
@@ -53,30 +55,31 @@ def load_test_definition(
         "End": True,
     }
     children = {
-        "StartAt": "Entered",
+        "StartAt": "WaitForLaunch",
         "States": {
-            "Entered": {
+            "WaitForLaunch": {"Type": "Wait", "TimestampPath": "$.item.launch_at", "Next": "Launched"},
+            # When the wait ended (a child the Map started late ends it late): checked before the worker runs.
+            "Launched": {
                 "Type": "Pass",
-                "Parameters": {"plan.$": "$.plan", "item.$": "$.item", "entered.$": "$$.State.EnteredTime"},
+                "Parameters": {"plan.$": "$.plan", "item.$": "$.item", "launched.$": "$$.State.EnteredTime"},
                 "Next": "OnSchedule",
             },
             "OnSchedule": {
                 "Type": "Choice",
                 "Choices": [
                     {
-                        "Variable": "$.entered",
+                        "Variable": "$.launched",
                         "TimestampGreaterThanPath": "$.item.latest_launch",
                         "Next": "TooLate",
                     }
                 ],
-                "Default": "WaitForLaunch",
+                "Default": "RunWorker",
             },
             "TooLate": {
                 "Type": "Pass",
                 "Parameters": {"wave.$": "$.item.wave", "worker.$": "$.item.worker", "status": "skipped"},
                 "End": True,
             },
-            "WaitForLaunch": {"Type": "Wait", "TimestampPath": "$.item.launch_at", "Next": "RunWorker"},
             "RunWorker": worker,
         },
         "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
@@ -102,6 +105,8 @@ def load_test_definition(
     }
     return {
         "Comment": "speculative-infra EndpointLoadTest: a stepped load test across Lambda workers",
+        # The longest test the plan accepts (a week), its last drain, the metrics' wait and the merge.
+        "TimeoutSeconds": EXECUTION_TIMEOUT_S,
         "StartAt": "Plan",
         "States": {
             "Plan": plan,

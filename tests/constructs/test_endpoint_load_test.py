@@ -280,7 +280,8 @@ def test_each_wave_waits_for_its_own_launch_time_not_for_the_previous_wave():
     assert ran == [(0, 0), (1, 0), (2, 0)]
     # Each child waited for its wave's scheduled launch (the walker's clock is shared, as wall time is).
     assert walk.waited[:3] == [t.isoformat() for t in launches]
-    assert walk.visited.count("WaitForLaunch") == 3 and "WaitForMetrics" in walk.visited
+    assert walk.visited.count("WaitForLaunch") == 3 and walk.visited.count("RunWorker") == 3
+    assert "WaitForMetrics" in walk.visited
 
 
 def test_a_child_that_reaches_its_launch_late_is_skipped_not_run():
@@ -368,3 +369,35 @@ def test_a_target_that_is_not_an_endpoint_is_refused():
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(TypeError, match="target"):
         EndpointLoadTest(stack, "LoadTest", target=object(), steps=STEPS)  # type: ignore[arg-type]
+
+
+def test_the_staged_handler_imports_from_its_asset_alone(tmp_path):
+    """Every module handler.py imports is in the asset (a filter once dropped distributed/report.py)."""
+    staged = stage_engine_handler("endpoint_load_test")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import endpoint_load_test.handler, speculative_infra, ddsketch;"
+        "assert speculative_infra.__file__.startswith(sys.argv[1]), speculative_infra.__file__;"
+        "assert ddsketch.__file__.startswith(sys.argv[1]), ddsketch.__file__"
+    )
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code, staged], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_function_may_list_its_prefix_so_a_missing_output_is_a_404(template):
+    statements = [
+        s
+        for r in template[1]["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+        if s["Action"] == "s3:ListBucket"
+    ]
+    assert len(statements) == 3
+    assert all(s["Condition"] == {"StringLike": {"s3:prefix": ["endpoint-load-tests/*"]}} for s in statements)
+
+
+def test_executions_are_bounded_by_the_definition():
+    definition = load_test_definition(defaults={}, target={}, results_prefix="p/")
+    assert definition["TimeoutSeconds"] == 8 * 86_400

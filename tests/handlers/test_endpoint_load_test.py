@@ -60,6 +60,12 @@ def _config(runtime: ServerProcess, **extra: Any) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(autouse=True)
+def unaligned_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests start in a second, not on the next whole minute (test_the_start_falls_on_a_whole_minute)."""
+    monkeypatch.setattr(handler, "START_ALIGN_S", 1e-6)
+
+
 def _plan(runtime: ServerProcess, s3: Any, execution: str, **extra: Any) -> dict[str, Any]:
     event = {
         "input": {},
@@ -220,3 +226,17 @@ def test_overrides_are_laid_over_the_constructs_test(runtime, s3):
         {**event, "input": {"overrides": {"steps": "many"}}, "execution": "x"}, None, s3=s3
     )
     assert refused["ok"] is False and "steps" in refused["error"]
+
+
+def test_the_start_falls_on_a_whole_minute_so_minutes_are_cloudwatchs_periods(runtime, s3, monkeypatch):
+    monkeypatch.setattr(handler, "START_ALIGN_S", 60.0)
+    event = {
+        "input": {},
+        "defaults": _config(runtime),
+        "bucket": BUCKET,
+        "prefix": "lt/",
+        "execution": "aligned",
+    }
+    plan = handler.plan(event, None, s3=s3, now=1_800_000_000.5)  # half a second past a whole minute
+    assert plan["start_epoch"] == 1_800_000_120.0  # the first whole minute at least START_DELAY_S ahead
+    assert plan["start_epoch"] % 60 == 0 and plan["start_epoch"] - 1_800_000_000.5 >= handler.START_DELAY_S

@@ -298,3 +298,27 @@ def test_report_renders_a_load_tests_results(tmp_path, capsys):
     assert main(["report", str(broken), "--out", str(tmp_path / "b")]) == 2
     assert "not a complete load test results file" in capsys.readouterr().err
     assert main(["report", str(fixture), str(fixture), "--out", str(tmp_path / "c")]) == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--name", "my test"], "--name"),
+        (["--reuse-prompts"], "--reuse-prompts"),
+        (["--dataset-format", "jsonl"], "--dataset-format"),
+    ],
+)
+def test_options_loadtest_cannot_honour_are_refused_not_ignored(extra, message, capsys, tmp_path):
+    sfn = boto3.client("stepfunctions", region_name="us-west-2")
+    with Stubber(sfn):
+        assert run_loadtest(_args("--out", str(tmp_path), *extra), sfn=sfn) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_aws_refusing_the_start_is_a_message_not_a_traceback(tmp_path):
+    sfn = boto3.client("stepfunctions", region_name="us-west-2")
+    lines: list[str] = []
+    with Stubber(sfn) as stub:
+        stub.add_client_error("start_execution", "StateMachineDoesNotExist", "no such state machine")
+        assert run_loadtest(_args("--out", str(tmp_path)), sfn=sfn, log=lines.append) == 1
+    assert "StateMachineDoesNotExist" in lines[-1] and "no such state machine" in lines[-1]

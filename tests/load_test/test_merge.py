@@ -162,3 +162,16 @@ def test_failures_and_throttles_are_counted_by_class():
     assert (step["ok"], step["failed"], step["throttled"], step["cancelled"]) == (1, 2, 1, 1)
     assert step["failure_classes"] == {"server_error": 1, "throttled": 1}
     assert result["timeline"][0]["errors"] == 2 and result["timeline"][0]["throttles"] == 1
+
+
+def test_arrivals_a_worker_never_sent_are_named_in_their_minute():
+    per_worker = _split_records()
+    outputs = {pair: _document(*pair, recs) for pair, recs in per_worker.items()}
+    for pair, doc in outputs.items():
+        doc["planned_requests"] = len(per_worker[pair]) + (7 if pair == (1, 0) else 0)
+        doc["requests"] = len(per_worker[pair])
+    records = [r for recs in per_worker.values() for r in recs]
+    result = merge_outputs(CONFIG, outputs, records, started_at="t0")
+    reasons = {m["minute"]: " ".join(m["client_reasons"]) for m in result["timeline"]}
+    assert "7 scheduled requests of this minute's wave were never sent" in reasons[2]
+    assert result["client_bottleneck_minutes"] == [2]

@@ -95,11 +95,6 @@ def merge_outputs(
         for (wave, worker), doc in sorted(outputs.items())
         if doc is None or doc.get("status") != "ok"
     ]
-    late = [r for r in records if r["late_ms"] > config.late_threshold_ms]
-    records = [
-        {**r, "late_ms": r["late_ms"] if r["late_ms"] > config.late_threshold_ms else 0.0} for r in records
-    ]
-    del late
     step_sketches = merged_sketches(ok_docs, "steps")
     minute_sketches = merged_sketches(ok_docs, "minutes")
     steps = []
@@ -163,10 +158,22 @@ def _timeline(
     short: Counter[int] = Counter()
     for failure in missing:
         short.update(_wave_minutes(config, failure["wave"]))
+    unsent: Counter[int] = Counter()  # open loop: arrivals of a wave its workers never sent
+    for doc in docs:
+        gap = int(doc.get("planned_requests", 0)) - int(doc.get("requests", 0))
+        if config.open_loop and gap > 0:
+            first = min(_wave_minutes(config, doc["wave"]))
+            unsent[first] += gap
+    # One pass over the records: each minute then scans only its own (scheduled or completed in it).
+    by_minute: dict[int, dict[int, Mapping[str, Any]]] = defaultdict(dict)
+    for record in records:
+        by_minute[minute_of(record["scheduled_s"])][id(record)] = record
+        if record["completed_s"] is not None:
+            by_minute[minute_of(record["completed_s"])][id(record)] = record
     out = []
     for minute in range(minutes):
         start, end = minute * 60.0, min((minute + 1) * 60.0, config.duration_s)
-        figures = _window_counts(records, start, end, config.late_threshold_ms, slo)
+        figures = _window_counts(list(by_minute[minute].values()), start, end, config.late_threshold_ms, slo)
         reasons = []
         if figures["requests"] and late[minute] > LATE_SHARE * figures["requests"]:
             reasons.append(f"{late[minute]} of {figures['requests']} requests left late")
@@ -176,6 +183,8 @@ def _timeline(
             reasons.append(f"a worker at >= {CPU_BOUND_PERCENT:g}% CPU")
         if short[minute]:
             reasons.append(f"{short[minute]} of {config.workers} workers did not report")
+        if unsent[minute]:
+            reasons.append(f"{unsent[minute]} scheduled requests of this minute's wave were never sent")
         metric = sketches.get(minute)
         out.append(
             {

@@ -31,9 +31,9 @@ from .profile import LEAD_S, LoadTestConfig
 from .schedule import (
     WAVE_INDEX_STRIDE,
     step_index_at,
-    wave_arrivals,
     wave_segments,
     wave_window,
+    worker_arrivals,
     worker_slots,
 )
 from .sketch import LatencySketch
@@ -118,11 +118,11 @@ async def run_worker(
             f"wave {wave} starts in {early:.0f} s; a worker waits at most {MAX_EARLY_S:.0f} s for its start"
         )
     active = transport or make_transport(config.benchmark, clock)
-    arrivals = wave_arrivals(config, wave)[worker :: config.workers]
+    arrivals = worker_arrivals(config, wave, worker)
     segments = wave_segments(config, wave)
     slots = [worker_slots(s.concurrency, config.workers, worker) for s in segments]
     connections = max(slots, default=0) or max(1, math.ceil(len(arrivals) / max(end_s - start_s, 1.0) * 4))
-    cpu_before = os.times()
+    cpu_before, cpu_since = os.times(), clock.now()
     try:
         await active.start(connections)
         prompts = PromptFactory(config.benchmark.workload, dataset_prompts(config.benchmark.workload.dataset))
@@ -166,7 +166,7 @@ async def run_worker(
     finally:
         await active.close()
     cpu_after = os.times()
-    elapsed = max(clock.now() - mono_start, 1e-9)
+    elapsed = max(clock.now() - cpu_since, 1e-9)  # the CPU counted since cpu_before, over the same time
     records = _records(config, runs, to_test_time, start_s, active.api_format.server_token_source)
     cpu = (cpu_after.user + cpu_after.system - cpu_before.user - cpu_before.system) / elapsed * 100.0
     return _output(config, wave, worker, scheduled, skew_ms, records, probe, cpu, len(arrivals)), records
