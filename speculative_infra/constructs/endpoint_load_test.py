@@ -23,7 +23,6 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from speculative_infra.benchmark.distributed.profile import LoadTestConfig
-from speculative_infra.benchmark.schema import ConfigError
 from speculative_infra.constructs.benchmark_target import Benchmarkable
 from speculative_infra.constructs.custom_resource import handler_function, stage_engine_handler
 from speculative_infra.constructs.endpoint_benchmark import VCPU_MEMORY_MB, BenchmarkSlo
@@ -141,9 +140,7 @@ class EndpointLoadTest(Construct):
         }
         try:
             self.config = LoadTestConfig.from_dict(defaults)
-        except ConfigError as error:
-            raise ValueError(f"{self.node.path}: load test: {error}") from None
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError) as error:  # ConfigError is a ValueError: it names the field
             raise ValueError(f"{self.node.path}: load test: {error}") from None
         self.results_bucket = results_bucket or self._bucket()
         prefix = results_prefix if results_prefix.endswith("/") else results_prefix + "/"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -10,6 +11,8 @@ from botocore.stub import Stubber
 from mypy_boto3_sagemaker import SageMakerClient
 
 from speculative_infra_lambda.optimization_job import handler
+from tests.benchmark.conftest import SCENARIOS
+from tests.benchmark.stand_ins.server import ServerProcess
 
 
 @pytest.fixture(autouse=True)
@@ -34,3 +37,26 @@ def stubber(sagemaker: SageMakerClient) -> Iterator[Stubber]:
     with Stubber(sagemaker) as stub:
         yield stub
         stub.assert_no_pending_responses()
+
+
+@pytest.fixture(scope="module")
+def runtime() -> Iterator[ServerProcess]:
+    """The engine's stand-in server (its known timings), for handlers that run the benchmark engine."""
+    with ServerProcess(SCENARIOS) as server:
+        yield server
+
+
+@pytest.fixture
+def bucket_client(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], Any]:
+    """An S3 client on the moto server, with ``bucket`` created (dummy credentials, never AWS)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+
+    def make(bucket: str) -> Any:
+        client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
+        if bucket not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
+            client.create_bucket(Bucket=bucket)
+        return client
+
+    return make

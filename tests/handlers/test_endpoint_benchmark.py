@@ -4,10 +4,8 @@ stream) for the endpoint and a local moto S3 server for the run state and result
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from speculative_infra_lambda.endpoint_benchmark import handler
@@ -19,27 +17,14 @@ from speculative_infra_lambda.endpoint_benchmark.runner import (
     BenchmarkFailed,
     BenchmarkGateFailed,
 )
-from tests.benchmark.conftest import SCENARIOS
 from tests.benchmark.stand_ins.server import ServerProcess
 
 BUCKET = "bench-results-test"
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[ServerProcess]:
-    with ServerProcess(SCENARIOS) as server:
-        yield server
-
-
 @pytest.fixture
-def s3(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
-    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
-    if BUCKET not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
-        client.create_bucket(Bucket=BUCKET)
-    return client
+def s3(bucket_client: Any) -> Any:
+    return bucket_client(BUCKET)
 
 
 class Context:

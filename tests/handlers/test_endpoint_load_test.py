@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,27 +14,14 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from speculative_infra_lambda.endpoint_load_test import handler, store
-from tests.benchmark.conftest import SCENARIOS
 from tests.benchmark.stand_ins.server import ServerProcess
 
 BUCKET = "load-test-results"
 
 
-@pytest.fixture(scope="module")
-def runtime() -> Iterator[ServerProcess]:
-    with ServerProcess(SCENARIOS) as server:
-        yield server
-
-
 @pytest.fixture
-def s3(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
-    client = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1")
-    if BUCKET not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
-        client.create_bucket(Bucket=BUCKET)
-    return client
+def s3(bucket_client: Any) -> Any:
+    return bucket_client(BUCKET)
 
 
 def _config(runtime: ServerProcess, **extra: Any) -> dict[str, Any]:
