@@ -5,8 +5,9 @@
     .venv/bin/python scripts/fit_planner.py --check    # exit 1 if the file is not what a fit gives
 
 Fitted: the share of memory bandwidth each fitted GPU reaches, one compute and one prefill efficiency,
-per-step and per-draft-pass overheads, the all-reduce latency, the per-request overhead outside the
-engine, and the acceptance of the Qwen3-32B EAGLE3 head per kind of text (no published figure exists).
+the roofline blend's exponent, the share of the tensor-parallel link an all-reduce reaches, the per-layer
+and per-draft-pass overheads, the all-reduce latency, the per-request overhead outside the engine, and
+the acceptance of the Qwen3-32B EAGLE3 head per kind of text (no published figure exists).
 The loss is the squared log error of per-request output tokens/s and of p50 end-to-end latency. The
 optimizer is a plain Nelder-Mead (no SciPy), restarted until it stops improving.
 """
@@ -33,15 +34,18 @@ GPUS = ["A10G", "L40S", "RTX-PRO-6000-Blackwell-Server"]
 DRAFT = "RedHatAI/Qwen3-32B-speculator.eagle3"
 KINDS = ["chat", "tool_calling", "long_context"]
 K = 4  # the suite's num_speculative_tokens
+# bandwidth x 3, compute, prefill, roofline exponent, link, layer overhead (us), draft pass overhead (ms),
+# all-reduce latency (us), request overhead (ms), accepted drafts per step x 3
 STARTS = [
-    [0.6, 0.6, 0.6, 0.5, 0.5, 3.0, 1.0, 20.0, 50.0, 1.5, 1.5, 1.5],
+    [0.8, 0.8, 0.8, 0.5, 0.5, 4.0, 0.5, 40.0, 0.3, 20.0, 50.0, 1.5, 1.5, 1.5],
 ]
+FRACTIONS = 5  # x[0:5] are shares of a peak, at most 1
 START = STARTS[0]
 
 
 def calibration_from(x: Sequence[float], fitted_on: list[MeasuredLevel]) -> PlannerCalibration:
-    bw = [min(1.5, v) for v in x[0:3]]
-    compute, prefill = min(1.5, x[3]), min(1.5, x[4])
+    bw = [min(1.0, v) for v in x[0:3]]
+    compute, prefill = min(1.0, x[3]), min(1.0, x[4])
     return PlannerCalibration.model_validate(
         {
             "description": "Fitted by scripts/fit_planner.py on the runs listed in fitted_on (and no other).",
@@ -50,10 +54,12 @@ def calibration_from(x: Sequence[float], fitted_on: list[MeasuredLevel]) -> Plan
                 "bandwidth": round(statistics.mean(bw), 4),
                 "compute": round(compute, 4),
                 "prefill": round(prefill, 4),
-                "step_overhead_ms": round(x[5], 3),
-                "draft_pass_overhead_ms": round(x[6], 3),
-                "allreduce_latency_us": round(x[7], 2),
-                "request_overhead_ms": round(x[8], 2),
+                "roofline_exponent": round(x[5], 3),
+                "link": round(min(1.0, x[6]), 4),
+                "layer_overhead_us": round(x[7], 2),
+                "draft_pass_overhead_ms": round(x[8], 3),
+                "allreduce_latency_us": round(x[9], 2),
+                "request_overhead_ms": round(x[10], 2),
             },
             "per_gpu": {
                 gpu: {"bandwidth": round(b, 4), "compute": round(compute, 4), "prefill": round(prefill, 4)}
@@ -68,7 +74,7 @@ def calibration_from(x: Sequence[float], fitted_on: list[MeasuredLevel]) -> Plan
                         "source": f"fitted on the {FIT_MODEL} EAGLE3 runs in fitted_on (no published figure)",
                         "confidence": "reported",
                     }
-                    for kind, a in zip(KINDS, x[9:12], strict=True)
+                    for kind, a in zip(KINDS, x[11:14], strict=True)
                 ]
             },
             "error_band": {
@@ -94,7 +100,13 @@ def ratios(cal: PlannerCalibration, levels: list[MeasuredLevel]) -> list[tuple[f
 
 
 def loss(x: Sequence[float], levels: list[MeasuredLevel]) -> float:
-    if any(v <= 0 for v in x[:9]) or any(v > 1.5 for v in x[:5]) or any(v < 0 or v > K for v in x[9:12]):
+    if (
+        any(v <= 0 for v in x[:11])
+        or any(v > 1 for v in x[:FRACTIONS])
+        or not 1 <= x[5] <= 50
+        or x[6] > 1
+        or any(v < 0 or v > K for v in x[11:14])
+    ):
         return 1e9
     total = 0.0
     for per, lat, _ in ratios(calibration_from(x, levels), levels):

@@ -57,15 +57,22 @@ def dtype_bytes(name: object, default: float = 2) -> float:
     return DTYPE_BYTES.get(str(name), default)
 
 
+def quantized_bits(model: ModelFacts) -> float | None:
+    """Bits per parameter of the checkpoint's quantized part; None for an unquantized checkpoint."""
+    if model.quantization is None:
+        return None
+    scheme = model.quantization_scheme if model.quantization == "compressed-tensors" else None
+    return SCHEME_BITS.get(scheme or "", QUANTIZED_BITS[model.quantization])
+
+
 def weights_mib(model: ModelFacts, dtype_size: float) -> float:
     """The whole checkpoint in memory: its known size, else parameters x bytes (quantized part at its bits)."""
     if model.weights_gb is not None:
         return model.weights_gb * 1e9 / MIB
     params = model.parameters_billion * 1e9
-    if model.quantization is None:
+    bits = quantized_bits(model)
+    if bits is None:
         return params * dtype_size / MIB
-    scheme = model.quantization_scheme if model.quantization == "compressed-tensors" else None
-    bits = SCHEME_BITS.get(scheme or "", QUANTIZED_BITS[model.quantization])
     if model.quantized_parameters_billion is not None:
         quantized = model.quantized_parameters_billion * 1e9
         return (quantized * bits / 8 + (params - quantized) * dtype_size) / MIB

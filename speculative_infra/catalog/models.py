@@ -295,6 +295,9 @@ class ModelFacts(Fact):
     sliding_window: int | None = Field(default=None, ge=1)  # tokens a sliding-window layer attends to
     sliding_window_layers: int = Field(default=0, ge=0)
     vocab_size: int | None = Field(default=None, ge=1)
+    # config.json's tie_word_embeddings: the LM head reuses the input embedding's table (so a step reads
+    # the table in full); False for every catalogued model, whose config.json says so.
+    tie_word_embeddings: bool = False
     mtp_layers: int | None = Field(default=None, ge=0)  # multi-token-prediction layers; None: not known
     # Mixture of experts: parameters one token runs through, experts per MoE layer and how many a token
     # takes (config.json's num_experts / num_local_experts and num_experts_per_tok / experts_per_token).

@@ -280,6 +280,7 @@ def model_facts_from_config(
         quantization=quantization,
         quantization_scheme=scheme,
         vocab_size=_optional(c, "vocab_size", repo_id),
+        tie_word_embeddings=c.get("tie_word_embeddings") is True,
         mtp_layers=mtp,
         gated=gated,
         source=source,

@@ -31,16 +31,18 @@ class FittedRun(_Strict):
 
 
 class GpuEfficiency(_Strict):
-    bandwidth: float = Field(gt=0, le=1.5)
-    compute: float = Field(gt=0, le=1.5)
-    prefill: float = Field(gt=0, le=1.5)
+    bandwidth: float = Field(gt=0, le=1)
+    compute: float = Field(gt=0, le=1)
+    prefill: float = Field(gt=0, le=1)
 
 
 class GlobalConstants(_Strict):
-    bandwidth: float = Field(gt=0, le=1.5)
-    compute: float = Field(gt=0, le=1.5)
-    prefill: float = Field(gt=0, le=1.5)
-    step_overhead_ms: float = Field(ge=0)
+    bandwidth: float = Field(gt=0, le=1)
+    compute: float = Field(gt=0, le=1)
+    prefill: float = Field(gt=0, le=1)
+    roofline_exponent: float = Field(ge=1, le=50)
+    link: float = Field(gt=0, le=1)
+    layer_overhead_us: float = Field(ge=0)
     draft_pass_overhead_ms: float = Field(ge=0)
     allreduce_latency_us: float = Field(ge=0)
     request_overhead_ms: float = Field(ge=0)
@@ -73,7 +75,9 @@ class PlannerCalibration(_Strict):
                 bandwidth=gpu.bandwidth,
                 compute=gpu.compute,
                 prefill=gpu.prefill,
-                step_overhead_s=c.step_overhead_ms / 1e3,
+                roofline_exponent=c.roofline_exponent,
+                link=c.link,
+                layer_overhead_s=c.layer_overhead_us / 1e6,
                 draft_pass_overhead_s=c.draft_pass_overhead_ms / 1e3,
                 allreduce_latency_s=c.allreduce_latency_us / 1e6,
                 request_overhead_s=c.request_overhead_ms / 1e3,

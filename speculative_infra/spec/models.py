@@ -125,6 +125,7 @@ class ModelSpec(BaseModel):
     quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
     quantized_parameters_billion: float | None = Field(default=None, gt=0)
     vocab_size: int | None = Field(default=None, ge=1)
+    tie_word_embeddings: bool | None = None
     sliding_window: int | None = Field(default=None, ge=1)
     sliding_window_layers: int | None = Field(default=None, ge=0)
     mtp_layers: int | None = Field(default=None, ge=0)
