@@ -351,10 +351,12 @@ def open_loop(e: Engine, eff: Efficiency, w: Workload, request_rate: float) -> L
     context = _context(w)
     steps_per_request = w.output_tokens / e.acceptance_length
 
+    def steps(running: float) -> tuple[StepTime, int, float]:
+        step = decode_step(e, eff, max(running, 1.0), context)
+        return (step, *prompt_steps(e, eff, w, max(running, 1.0), step))
+
     def latency(running: float) -> float:
-        b = max(running, 1.0)
-        step = decode_step(e, eff, b, context)
-        chunks, with_prompt = prompt_steps(e, eff, w, b, step)
+        step, chunks, with_prompt = steps(running)
         # other requests' prompts take this share of the GPU's time, and decoding waits for them
         prompt_share = request_rate * chunks * (with_prompt - step.seconds)
         if prompt_share >= 1:
@@ -388,9 +390,7 @@ def open_loop(e: Engine, eff: Efficiency, w: Workload, request_rate: float) -> L
         else:
             high = mid
     running = max(high, request_rate * latency(high))
-    b = max(running, 1.0)
-    step = decode_step(e, eff, b, context)
-    chunks, with_prompt = prompt_steps(e, eff, w, b, step)
+    step, chunks, with_prompt = steps(running)
     e2e = latency(running) + eff.request_overhead_s
     ttft = first_token_s(chunks, with_prompt, step) + eff.request_overhead_s
     tpot = max(0.0, (e2e - ttft) / max(1, w.output_tokens - 1))
