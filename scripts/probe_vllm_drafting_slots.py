@@ -12,8 +12,12 @@ max_num_scheduled_tokens, and a speculative config whose max_num_new_slots_for_d
 `slots` (SpeculativeConfig computes it: num_speculative_tokens - 1 with parallel drafting, plus 1 for
 a draft model; 0 otherwise). A stub logger stands in for vLLM's. The slot count itself is probed too: SpeculativeConfig's
 max_num_new_slots_for_drafting property, with the class's other methods it calls, run on method x
-num_speculative_tokens x parallel_drafting cases ("slots" per release). From 0.33.0 the method compares with
-VllmConfig.num_lookahead_tokens, which the stand-in sets to `slots`; DFlash / DSpark branches are off.
+num_speculative_tokens x parallel_drafting cases ("slots" per release). From 0.33.0 the method compares
+max_num_batched_tokens with VllmConfig.num_lookahead_tokens instead, which the stand-in sets to the probe's
+`lookahead` (a separate input, so a table that confuses the two would be caught); DFlash / DSpark branches are
+off. That property is probed too where a release has it: VllmConfig.num_lookahead_tokens and
+num_speculative_tokens, with SpeculativeConfig's methods they call, run on method x num_speculative_tokens
+cases ("lookahead" per release; a DSpark draft config is left without sample_from_anchor, vLLM's default).
 """
 
 from __future__ import annotations
@@ -43,12 +47,30 @@ SLOT_CASES = [
 ]
 
 
-def load_slot_property(source: str) -> Any | None:
-    """SpeculativeConfig.max_num_new_slots_for_drafting with the methods of the class it calls, alone."""
+LOOKAHEAD_CASES = [
+    {"method": method, "num_speculative_tokens": k}
+    for method in (
+        "eagle",
+        "eagle3",
+        "mtp",
+        "draft_model",
+        "dflash",
+        "dspark",
+        "ngram",
+        "ngram_gpu",
+        "suffix",
+    )
+    for k in (1, 3, 5)
+]
+
+
+def load_class_methods(source: str, class_name: str, needs: str) -> Any | None:
+    """A class's own methods and properties (not its dunders), alone on a bare class; None where the class
+    lacks `needs`."""
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
             methods = [f for f in node.body if isinstance(f, ast.FunctionDef)]
-            if not any(f.name == "max_num_new_slots_for_drafting" for f in methods):
+            if not any(f.name == needs for f in methods):
                 return None
             for f in methods:
                 f.decorator_list = [d for d in f.decorator_list if ast.unparse(d) == "property"]
@@ -63,6 +85,36 @@ def load_slot_property(source: str) -> Any | None:
             )
             return namespace["Stand"]
     return None
+
+
+def load_slot_property(source: str) -> Any | None:
+    """SpeculativeConfig.max_num_new_slots_for_drafting with the methods of the class it calls, alone."""
+    return load_class_methods(source, "SpeculativeConfig", "max_num_new_slots_for_drafting")
+
+
+def mtp_model_types(source: str) -> list[str]:
+    """The MTPModelTypes literal: method names SpeculativeConfig.__post_init__ replaces with "mtp"."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "MTPModelTypes" for t in node.targets
+        ):
+            return sorted(
+                c.value
+                for c in ast.walk(node.value)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            )
+    return []
+
+
+def run_lookahead(vllm_stand: Any, spec_stand: Any, case: dict[str, Any]) -> Any:
+    speculative = spec_stand.__new__(spec_stand)
+    speculative.__dict__.update(case, draft_model_config=SimpleNamespace(hf_config=SimpleNamespace()))
+    this = vllm_stand.__new__(vllm_stand)
+    this.__dict__.update(speculative_config=speculative, diffusion_config=None)
+    try:
+        return this.num_lookahead_tokens
+    except Exception as exc:  # a helper the stand-in lacks: recorded, not guessed
+        return {"unrunnable": f"{type(exc).__name__}: {exc}"}
 
 
 def run_slots(stand: Any, case: dict[str, Any]) -> Any:
@@ -92,22 +144,27 @@ def load_method(source: str) -> Any | None:
     return None
 
 
+# (draft slots per request, num_lookahead_tokens): the two differ in most pairs, as they do in vLLM (EAGLE3
+# at k = 5 adds no slot but looks 5 tokens ahead), so a rule comparing the wrong one fails some probe.
+SLOT_LOOKAHEAD_PAIRS = ((0, 0), (0, 5), (1, 1), (1, 3), (2, 3), (4, 5), (6, 6))
+
+
 def probes() -> list[dict[str, int]]:
     grid = []
-    for slots in (0, 1, 2, 4, 6):
+    for slots, lookahead in SLOT_LOOKAHEAD_PAIRS:
         for seqs in (1, 128, 256, 512):
-            edges = {
-                slots * seqs - 1,
-                slots * seqs,
-                slots * seqs + 1,
-                slots - 1,
-                slots,
-                slots + 1,
-                2048,
-                8192,
-            }
+            edges = {2048, 8192}
+            for n in (slots * seqs, slots, lookahead):
+                edges |= {n - 1, n, n + 1}
             for tokens in sorted(e for e in edges if e >= 1):
-                grid.append({"slots": slots, "max_num_seqs": seqs, "max_num_batched_tokens": tokens})
+                grid.append(
+                    {
+                        "slots": slots,
+                        "lookahead": lookahead,
+                        "max_num_seqs": seqs,
+                        "max_num_batched_tokens": tokens,
+                    }
+                )
     return grid
 
 
@@ -125,7 +182,7 @@ def run(method: Any, probe: dict[str, int]) -> Any:
         method="eagle3",
     )
     this = SimpleNamespace(
-        speculative_config=speculative, scheduler_config=scheduler, num_lookahead_tokens=probe["slots"]
+        speculative_config=speculative, scheduler_config=scheduler, num_lookahead_tokens=probe["lookahead"]
     )
     try:
         method(this)
@@ -146,6 +203,13 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
     stand = load_slot_property(spec_source)
     if stand is not None:
         record["slots"] = [{"inputs": c, "slots": run_slots(stand, c)} for c in SLOT_CASES]
+    vllm_stand = load_class_methods(source, "VllmConfig", "num_lookahead_tokens")
+    spec_stand = load_class_methods(spec_source, "SpeculativeConfig", "use_eagle")
+    if vllm_stand is not None and spec_stand is not None:
+        record["lookahead"] = [
+            {"inputs": c, "lookahead": run_lookahead(vllm_stand, spec_stand, c)} for c in LOOKAHEAD_CASES
+        ]
+        record["mtp_model_types"] = mtp_model_types(spec_source)
     if method is None:
         record["function"] = None
         return record

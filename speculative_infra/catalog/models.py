@@ -481,6 +481,17 @@ class BatchedTokensDefault(Sourced):
 
 class DraftingSlotChecks(Sourced):
     checks: list[SchedulerCheck]
+    # VllmConfig.num_lookahead_tokens, from the release that has it: num_speculative_tokens plus the method's
+    # extra query rows for the methods listed, 0 for any other method.
+    lookahead_since: str
+    lookahead_extra_tokens: dict[str, int]
+
+    def lookahead(self, release: str, method: str | None, num_speculative_tokens: int) -> int | None:
+        """num_lookahead_tokens of a release and method; None before the release that has it."""
+        if version_tuple(release) < version_tuple(self.lookahead_since):
+            return None
+        extra = self.lookahead_extra_tokens.get(method or "")
+        return 0 if extra is None else num_speculative_tokens + extra
 
 
 class SchemeFallbacks(Sourced):

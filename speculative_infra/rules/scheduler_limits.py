@@ -122,21 +122,40 @@ def drafting_slots(speculative: Mapping[str, Any]) -> int:
     return slots + (1 if speculative.get("method") == "draft_model" else 0)
 
 
+def drafting_lookahead(release: str, speculative: Mapping[str, Any]) -> int | None:
+    """VllmConfig.num_lookahead_tokens in the releases that have it (None before): the KV slots a request's
+    drafting reserves past its scheduled tokens."""
+    method = speculative.get("method")
+    if isinstance(method, str) and method.endswith("_mtp"):
+        method = "mtp"  # SpeculativeConfig.__post_init__ replaces every MTPModelTypes name with "mtp"
+    k = speculative.get("num_speculative_tokens") or 0
+    return load_catalog().vllm.drafting_slot_checks.lookahead(release, method, k)
+
+
 def drafting_refusal(
-    release: str, *, max_num_batched_tokens: int, max_num_seqs: int, slots: int
+    release: str, *, max_num_batched_tokens: int, max_num_seqs: int, slots: int, lookahead: int | None
 ) -> tuple[SchedulerCheck, str] | None:
-    """vLLM's message where the draft slots leave the batch no room (VllmConfig._set_max_num_scheduled_tokens)."""
-    values = {
+    """vLLM's message where the draft slots (or, from 0.33.0, the lookahead tokens) leave the batch no room
+    (VllmConfig._set_max_num_scheduled_tokens)."""
+    scheduled = max_num_batched_tokens - slots * max_num_seqs
+    values: dict[str, int | None] = {
         "max_num_batched_tokens": max_num_batched_tokens,
         "slots": slots,
-        "max_num_scheduled_tokens": max_num_batched_tokens - slots * max_num_seqs,
+        "lookahead": lookahead,
+        "max_num_scheduled_tokens": scheduled,
     }
     for check in load_catalog().vllm.drafting_slot_checks.checks:
         if not check.applies_to(release):
             continue
-        if check.id == "drafting_slots_leave_no_tokens" and values["max_num_scheduled_tokens"] <= 0:
+        if check.id == "drafting_slots_leave_no_tokens" and scheduled <= 0:
             return check, check.message.format(**values)
         if check.id == "batched_tokens_within_drafting_slots" and max_num_batched_tokens <= slots:
+            return check, check.message.format(**values)
+        if (
+            check.id == "batched_tokens_within_lookahead"
+            and lookahead is not None
+            and max_num_batched_tokens <= lookahead
+        ):
             return check, check.message.format(**values)
     return None
 
@@ -221,14 +240,16 @@ def scheduler_limits(d: ResolvedDeployment) -> Iterator[Violation]:
     title="The batch leaves room for the draft slots speculative decoding adds",
     rationale="A separate draft model adds one slot per request to each batch and parallel drafting (P-EAGLE) "
     "k - 1; vLLM 0.20.0 to 0.27.1 refuse to start when max_num_seqs requests' slots fill "
-    "max_num_batched_tokens, and 0.28.0 to 0.32.0 when one request's do.",
+    "max_num_batched_tokens, and 0.28.0 to 0.32.0 when one request's do. From 0.33.0 vLLM compares with "
+    "num_lookahead_tokens instead: k for EAGLE, EAGLE3, MTP and draft models, k + 1 for DFlash.",
 )
 def drafting_slots_fit_batch(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative or d.container is None or d.container.vllm_version is None:
         return
     release = d.container.vllm_version
     slots = drafting_slots(d.speculative)
-    settings = _engine_settings(d, release) if slots > 0 else None
+    lookahead = drafting_lookahead(release, d.speculative)
+    settings = _engine_settings(d, release) if slots > 0 or (lookahead or 0) > 0 else None
     if settings is None or settings[0]["max_num_batched_tokens"] is None:
         return
     values, defaulted = settings
@@ -237,10 +258,14 @@ def drafting_slots_fit_batch(d: ResolvedDeployment) -> Iterator[Violation]:
         max_num_batched_tokens=values["max_num_batched_tokens"],
         max_num_seqs=values["max_num_seqs"],
         slots=slots,
+        lookahead=lookahead,
     )
     if found is None:
         return
     check, message = found
+    if check.id == "batched_tokens_within_lookahead":
+        yield _lookahead_violation(d, release, message, values, defaulted, lookahead or 0)
+        return
     per_batch = check.id == "drafting_slots_leave_no_tokens"
     needed = slots * values["max_num_seqs"] + 1 if per_batch else slots + 1
     # The value suggested must also pass SI503: at least max_num_seqs, and max_model_len without chunked prefill.
@@ -255,6 +280,28 @@ def drafting_slots_fit_batch(d: ResolvedDeployment) -> Iterator[Violation]:
         message=f"vLLM {release} refuses to start: {message} ({counted})"
         + _batched_tokens_note(d, values, defaulted),
         fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower engine.max_num_seqs{fewer}",
+        field="engine.max_num_batched_tokens",
+    )
+
+
+def _lookahead_violation(
+    d: ResolvedDeployment,
+    release: str,
+    message: str,
+    values: Mapping[str, Any],
+    defaulted: bool,
+    lookahead: int,
+) -> Violation:
+    # The value suggested must also pass SI503: at least max_num_seqs, and max_model_len without chunked prefill.
+    needed = max(
+        lookahead + 1,
+        values["max_num_seqs"],
+        0 if values["enable_chunked_prefill"] else values["max_model_len"],
+    )
+    return Violation(
+        message=f"vLLM {release} refuses to start: {message} (a request drafts {lookahead} token(s) ahead)"
+        + _batched_tokens_note(d, values, defaulted),
+        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower speculative.num_speculative_tokens",
         field="engine.max_num_batched_tokens",
     )
 

@@ -1,6 +1,7 @@
-"""SI504: the draft slots a separate draft model or parallel drafting adds must leave the batch room,
-held to each release's own VllmConfig._set_max_num_scheduled_tokens (tests/golden/vllm_drafting_slots.json),
-and vllm serve's default max_num_batched_tokens where the spec leaves it unset."""
+"""SI504: the draft slots a separate draft model or parallel drafting adds (from 0.33.0: the tokens drafting
+looks ahead) must leave the batch room, held to each release's own VllmConfig._set_max_num_scheduled_tokens
+and VllmConfig.num_lookahead_tokens (tests/golden/vllm_drafting_slots.json), and vllm serve's default
+max_num_batched_tokens where the spec leaves it unset."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ from typing import Any
 import pytest
 
 from speculative_infra.check import check
-from speculative_infra.rules.scheduler_limits import default_batched_tokens, drafting_refusal, drafting_slots
+from speculative_infra.rules.scheduler_limits import (
+    default_batched_tokens,
+    drafting_lookahead,
+    drafting_refusal,
+    drafting_slots,
+    drafting_slots_fit_batch,
+)
 from tests.conftest import REFERENCE_SPEC, deep_merge
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_drafting_slots.json").read_text())
-MODELLED_UNTIL = (0, 32, 0)  # 0.33.0 compares with num_lookahead_tokens, which is not modelled
 
 
 def _cases() -> list[Any]:
     out = []
     for release, record in GOLDEN["releases"].items():
-        if tuple(int(p) for p in release.split(".")) > MODELLED_UNTIL:
-            continue
         for i, probe in enumerate(record.get("probes", [])):
             out.append(pytest.param(release, probe["inputs"], probe["verdict"], id=f"{release}-{i}"))
     return out
@@ -35,7 +39,8 @@ def test_the_golden_table_has_refusals_in_both_forms() -> None:
     refused = {v["message"] for _, _, v in (c.values for c in CASES) if v != "ok"}
     assert len(CASES) > 2000
     assert any("max_num_scheduled_tokens is set" in r for r in refused)
-    assert any("does not have enough slots" in r for r in refused)
+    assert any("does not have enough slots" in r and "scheduled_token_delta" in r for r in refused)
+    assert any("does not have enough slots" in r and "num_lookahead_tokens" in r for r in refused)
 
 
 @pytest.mark.parametrize(("release", "inputs", "verdict"), CASES)
@@ -45,6 +50,8 @@ def test_verdict_matches_the_release(release: str, inputs: dict[str, int], verdi
         max_num_batched_tokens=inputs["max_num_batched_tokens"],
         max_num_seqs=inputs["max_num_seqs"],
         slots=inputs["slots"],
+        # Where a release has no num_lookahead_tokens the probe's value is ignored there as here.
+        lookahead=inputs["lookahead"] if drafting_lookahead(release, {}) is not None else None,
     )
     if verdict == "ok":
         assert found is None, found
@@ -60,6 +67,51 @@ def test_slots_per_request_match_each_release() -> None:
             assert drafting_slots(case["inputs"]) == case["slots"], (release, case)
             compared += 1
     assert compared >= 17 * 24
+
+
+def test_lookahead_per_method_matches_each_release() -> None:
+    # VllmConfig.num_lookahead_tokens, run from each wheel that has it on method x k.
+    compared = 0
+    for release, record in GOLDEN["releases"].items():
+        cases = record.get("lookahead")
+        if cases is None:
+            assert drafting_lookahead(release, {"method": "eagle3", "num_speculative_tokens": 3}) is None, (
+                release
+            )
+            continue
+        for case in cases:
+            assert drafting_lookahead(release, case["inputs"]) == case["lookahead"], (release, case)
+            compared += 1
+        # Model-specific MTP names become "mtp" in SpeculativeConfig.__post_init__: the rule's test for them.
+        assert all(m.endswith("_mtp") or m == "mtp" for m in record["mtp_model_types"]), release
+    assert compared >= 27
+
+
+def test_lookahead_counts() -> None:
+    assert drafting_lookahead("0.27.1", {"method": "eagle3", "num_speculative_tokens": 4}) is None
+    assert drafting_lookahead("0.33.0", {"method": "eagle3", "num_speculative_tokens": 4}) == 4
+    assert drafting_lookahead("0.33.0", {"method": "dflash", "num_speculative_tokens": 4}) == 5
+    assert drafting_lookahead("0.33.0", {"method": "deepseek_mtp", "num_speculative_tokens": 2}) == 2
+    assert drafting_lookahead("0.33.0", {"method": "ngram", "num_speculative_tokens": 4}) == 0
+
+
+def _at_release(spec: dict[str, Any], release: str) -> Any:
+    # No catalogued container ships 0.33.0 yet: the resolved deployment is given that release's engine.
+    d = check(deep_merge(REFERENCE_SPEC, spec)).deployment
+    return d.model_copy(update={"container": d.container.model_copy(update={"vllm_version": release})})
+
+
+def test_lookahead_boundary_on_0_33_0() -> None:
+    eagle3 = {"speculative": {"num_speculative_tokens": 4}, "engine": {"max_num_seqs": 1}}
+    at_edge = deep_merge(eagle3, {"engine": {"max_num_batched_tokens": 5}})
+    assert list(drafting_slots_fit_batch(_at_release(at_edge, "0.33.0"))) == []
+    refused = deep_merge(eagle3, {"engine": {"max_num_batched_tokens": 4}})
+    [found] = drafting_slots_fit_batch(_at_release(refused, "0.33.0"))
+    assert "num_lookahead_tokens=4" in found.message and found.field == "engine.max_num_batched_tokens"
+    assert "at least 5" in found.fix
+    # 0.32.0 compares EAGLE3's 0 slots instead, and 0.27.1 max_num_seqs x 0.
+    assert list(drafting_slots_fit_batch(_at_release(refused, "0.32.0"))) == []
+    assert list(drafting_slots_fit_batch(_at_release(refused, "0.27.1"))) == []
 
 
 def test_slots_per_request() -> None:
