@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from speculative_infra.catalog.vllm_release import load_vllm_release
 from speculative_infra.check import check
 from speculative_infra.rules.scheduler_limits import (
     default_batched_tokens,
@@ -84,6 +85,8 @@ def test_lookahead_per_method_matches_each_release() -> None:
             compared += 1
         # Model-specific MTP names become "mtp" in SpeculativeConfig.__post_init__: the rule's test for them.
         assert all(m.endswith("_mtp") or m == "mtp" for m in record["mtp_model_types"]), release
+        methods = load_vllm_release(release).speculative.methods
+        assert {m for m in methods if m.endswith("_mtp")} <= set(record["mtp_model_types"]), release
     assert compared >= 27
 
 
