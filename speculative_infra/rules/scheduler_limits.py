@@ -263,45 +263,23 @@ def drafting_slots_fit_batch(d: ResolvedDeployment) -> Iterator[Violation]:
     if found is None:
         return
     check, message = found
+    seqs = values["max_num_seqs"]
     if check.id == "batched_tokens_within_lookahead":
-        yield _lookahead_violation(d, release, message, values, defaulted, lookahead or 0)
-        return
-    per_batch = check.id == "drafting_slots_leave_no_tokens"
-    needed = slots * values["max_num_seqs"] + 1 if per_batch else slots + 1
+        needed = (lookahead or 0) + 1
+        counted = f"a request drafts {lookahead} token(s) ahead"
+        lower = "speculative.num_speculative_tokens"
+    else:
+        per_batch = check.id == "drafting_slots_leave_no_tokens"
+        needed = slots * seqs + 1 if per_batch else slots + 1
+        counted = f"{slots} draft slot(s) per request" + (f" x max_num_seqs {seqs}" if per_batch else "")
+        fewer = " or speculative.num_speculative_tokens" if d.speculative.get("parallel_drafting") else ""
+        lower = f"engine.max_num_seqs{fewer}"
     # The value suggested must also pass SI503: at least max_num_seqs, and max_model_len without chunked prefill.
-    needed = max(
-        needed, values["max_num_seqs"], 0 if values["enable_chunked_prefill"] else values["max_model_len"]
-    )
-    counted = f"{slots} draft slot(s) per request" + (
-        f" x max_num_seqs {values['max_num_seqs']}" if per_batch else ""
-    )
-    fewer = " or speculative.num_speculative_tokens" if d.speculative.get("parallel_drafting") else ""
+    needed = max(needed, seqs, 0 if values["enable_chunked_prefill"] else values["max_model_len"])
     yield Violation(
         message=f"vLLM {release} refuses to start: {message} ({counted})"
         + _batched_tokens_note(d, values, defaulted),
-        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower engine.max_num_seqs{fewer}",
-        field="engine.max_num_batched_tokens",
-    )
-
-
-def _lookahead_violation(
-    d: ResolvedDeployment,
-    release: str,
-    message: str,
-    values: Mapping[str, Any],
-    defaulted: bool,
-    lookahead: int,
-) -> Violation:
-    # The value suggested must also pass SI503: at least max_num_seqs, and max_model_len without chunked prefill.
-    needed = max(
-        lookahead + 1,
-        values["max_num_seqs"],
-        0 if values["enable_chunked_prefill"] else values["max_model_len"],
-    )
-    return Violation(
-        message=f"vLLM {release} refuses to start: {message} (a request drafts {lookahead} token(s) ahead)"
-        + _batched_tokens_note(d, values, defaulted),
-        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower speculative.num_speculative_tokens",
+        fix=f"set engine.max_num_batched_tokens to at least {needed}, or lower {lower}",
         field="engine.max_num_batched_tokens",
     )
 
