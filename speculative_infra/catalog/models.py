@@ -469,14 +469,57 @@ class MultimodalDraftRefusals(Sourced):
 
 class BatchedTokensTier(Fact):
     since: str
+    until: str | None = None  # inclusive; None: still in the newest release read
     min_memory_gib: float
     not_in_gpu_name: str | None = None
+    not_compute_capability: str | None = None  # vLLM 0.33.0 keeps GB10 (12.1) off the large-GPU tier
     value: int = Field(ge=1)
+
+    def matches(self, release: str, gpu_name: str, gpu_memory_mib: float, compute_capability: str) -> bool:
+        v = version_tuple(release)
+        return (
+            version_tuple(self.since) <= v
+            and (self.until is None or v <= version_tuple(self.until))
+            and gpu_memory_mib / 1024 >= self.min_memory_gib
+            and (self.not_in_gpu_name is None or self.not_in_gpu_name not in gpu_name.lower())
+            and compute_capability != self.not_compute_capability
+        )
 
 
 class BatchedTokensDefault(Sourced):
+    """What `vllm serve` sets an unset max_num_batched_tokens to: the first tier the GPU matches (else
+    `otherwise`), doubled under performance_mode throughput, then at least max_model_len without chunked
+    prefill and at most max_num_seqs x max_model_len."""
+
     otherwise: int = Field(ge=1)
     tiers: list[BatchedTokensTier]
+    model_len_bounds_since: str  # the max_model_len floor and the max_num_seqs x max_model_len cap
+    throughput_doubles_since: str  # the first release with performance_mode (its throughput doubles)
+
+    def value(
+        self,
+        release: str,
+        *,
+        gpu_name: str,
+        gpu_memory_mib: float,
+        compute_capability: str,
+        chunked: bool,
+        max_model_len: int,
+        max_num_seqs: int,
+        performance_mode: str | None = None,
+    ) -> int:
+        tier = next(
+            (t for t in self.tiers if t.matches(release, gpu_name, gpu_memory_mib, compute_capability)), None
+        )
+        tokens = self.otherwise if tier is None else tier.value
+        v = version_tuple(release)
+        if performance_mode == "throughput" and v >= version_tuple(self.throughput_doubles_since):
+            tokens *= 2
+        if v < version_tuple(self.model_len_bounds_since):
+            return tokens
+        if not chunked:
+            tokens = max(max_model_len, tokens)
+        return min(max_num_seqs * max_model_len, tokens)
 
 
 class DraftingSlotChecks(Sourced):

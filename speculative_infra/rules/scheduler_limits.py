@@ -95,26 +95,6 @@ def _engine_int(d: ResolvedDeployment, key: str, release: str) -> int | None:
     return None  # SI502 names a value of the wrong type
 
 
-def default_batched_tokens(
-    release: str, gpu_name: str, gpu_memory_mib: int, *, chunked: bool, max_model_len: int, max_num_seqs: int
-) -> int:
-    """What `vllm serve` sets an unset max_num_batched_tokens to (catalog: api_server_batched_tokens_default)."""
-    facts = load_catalog().vllm.api_server_batched_tokens_default
-    gib = gpu_memory_mib / 1024
-    value = facts.otherwise
-    for tier in facts.tiers:
-        if (
-            version_tuple(release) >= version_tuple(tier.since)
-            and gib >= tier.min_memory_gib
-            and (tier.not_in_gpu_name is None or tier.not_in_gpu_name not in gpu_name.lower())
-        ):
-            value = tier.value
-            break
-    if not chunked:
-        value = max(max_model_len, value)
-    return min(max_num_seqs * max_model_len, value)
-
-
 def drafting_slots(speculative: Mapping[str, Any]) -> int:
     """SpeculativeConfig.max_num_new_slots_for_drafting: the batch slots a request's drafting adds."""
     k = speculative.get("num_speculative_tokens") or 0
@@ -173,24 +153,24 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
     chunked = d.engine.get("enable_chunked_prefill", True) is not False
     values["enable_chunked_prefill"] = chunked or version_tuple(release) <= version_tuple(forced_until)
     defaulted = False
-    # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve, and
-    # performance_mode: throughput scales the default: both left unjudged.
+    # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve: left unjudged.
     if (
         values.get("max_num_batched_tokens") is None
         and d.instance is not None
         and d.container is not None
         and d.container.framework == "vllm"
-        and d.engine.get("performance_mode") is None
     ):
-        tokens = default_batched_tokens(
+        mode = d.engine.get("performance_mode")
+        values["max_num_batched_tokens"] = load_catalog().vllm.api_server_batched_tokens_default.value(
             release,
-            d.instance.gpu_name,
-            d.instance.gpu.memory_mib,
+            gpu_name=d.instance.gpu_name,
+            gpu_memory_mib=d.instance.gpu.memory_mib,
+            compute_capability=d.instance.gpu.compute_capability,
             chunked=values["enable_chunked_prefill"],
             max_model_len=values["max_model_len"],
             max_num_seqs=values["max_num_seqs"],
+            performance_mode=mode if isinstance(mode, str) else None,
         )
-        values["max_num_batched_tokens"] = tokens
         defaulted = True
     return values, defaulted
 
@@ -198,9 +178,12 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
 def _batched_tokens_note(d: ResolvedDeployment, values: Mapping[str, Any], defaulted: bool) -> str:
     if not defaulted:
         return ""
+    mode = d.engine.get("performance_mode")
     return (
         f" (max_num_batched_tokens is unset: vllm serve uses {values['max_num_batched_tokens']} on the "
-        f"{d.instance.gpu_name if d.instance else 'GPU'})"
+        f"{d.instance.gpu_name if d.instance else 'GPU'}"
+        + (f" with performance_mode {mode}" if isinstance(mode, str) and mode != "balanced" else "")
+        + ")"
     )
 
 

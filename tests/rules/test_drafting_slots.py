@@ -14,7 +14,6 @@ import pytest
 from speculative_infra.catalog.vllm_release import load_vllm_release
 from speculative_infra.check import check
 from speculative_infra.rules.scheduler_limits import (
-    default_batched_tokens,
     drafting_lookahead,
     drafting_refusal,
     drafting_slots,
@@ -121,20 +120,6 @@ def test_slots_per_request() -> None:
     assert drafting_slots({"method": "eagle3", "num_speculative_tokens": 5}) == 0
     assert drafting_slots({"method": "eagle3", "num_speculative_tokens": 5, "parallel_drafting": True}) == 4
     assert drafting_slots({"method": "draft_model", "num_speculative_tokens": 3}) == 1
-
-
-def test_vllm_serve_defaults_by_gpu_memory() -> None:
-    kw = {"chunked": True, "max_model_len": 32768, "max_num_seqs": 256}
-    assert default_batched_tokens("0.25.1", "L40S", 46068, **kw) == 2048
-    assert default_batched_tokens("0.25.1", "H100", 81559, **kw) == 8192
-    assert default_batched_tokens("0.25.1", "A100-80GB", 81920, **kw) == 2048  # A100s keep the small default
-    assert default_batched_tokens("0.27.1", "B200", 183359, **kw) == 8192
-    assert default_batched_tokens("0.28.0", "B200", 183359, **kw) == 16384
-    assert default_batched_tokens("0.25.1", "L40S", 46068, **{**kw, "chunked": False}) == 32768
-    assert (
-        default_batched_tokens("0.25.1", "L40S", 46068, **{**kw, "max_num_seqs": 1, "max_model_len": 1024})
-        == 1024
-    )
 
 
 PEAGLE_L40S = {
