@@ -6,6 +6,7 @@ corresponding field empty, and the rules report it. That way every problem is fo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -69,21 +70,46 @@ class ResolvedDeployment(BaseModel):
     def tensor_parallel_size(self) -> int:
         return int(self.engine.get("tensor_parallel_size", 1))
 
-    def memory_plan(self) -> MemoryPlan | None:
-        """One GPU's memory under vLLM (sizing.memory_plan); None while the instance or model is unknown."""
+    def engine_as_run(self, max_model_len: int | None = None) -> dict[str, Any]:
+        """The engine settings (max_model_len replaced where given) with max_num_batched_tokens as vllm serve
+        sizes it where the spec leaves it unset: what vLLM's profile run and scheduler use."""
+        engine = self.engine if max_model_len is None else {**self.engine, "max_model_len": max_model_len}
+        tokens = vllm_serve_batched_tokens(self.instance, self.container, engine)
+        return engine if tokens is None else {**engine, "max_num_batched_tokens": tokens}
+
+    def memory_plan(self, max_model_len: int | None = None) -> MemoryPlan | None:
+        """One GPU's memory under vLLM (sizing.memory_plan), at the engine's max_model_len or the one given;
+        None while the instance or model is unknown."""
         if self.instance is None or self.model is None:
             return None
         return memory_plan(
             model=self.model,
             draft=self.draft,
             speculative=self.speculative,
-            engine=self.engine,
+            engine=self.engine_as_run(max_model_len),
             gpu_name=self.instance.gpu_name,
             gpu_memory_mib=self.instance.gpu.memory_mib,
             tensor_parallel_size=min(self.tensor_parallel_size, self.instance.gpu_count),
             vllm_version=self.container.vllm_version if self.container is not None else None,
             overheads=load_catalog().vllm.memory_overheads,
         )
+
+    def longest_fitting_max_model_len(self, limit: int) -> int:
+        """The largest max_model_len up to `limit` whose KV cache holds one sequence of it (SI300's test); 0
+        where not even one token fits or the instance or model is unknown."""
+        plan = self.memory_plan()
+        if plan is None:
+            return 0
+        if vllm_serve_batched_tokens(self.instance, self.container, self.engine) is None:
+            return max(
+                0, min(limit, plan.max_tokens())
+            )  # a set batch: the plan does not move with the length
+
+        def fits(length: int) -> int:
+            at = self.memory_plan(length)
+            return 0 if at is None else at.max_tokens()
+
+        return longest_fitting_length(fits, limit)
 
     def cost(self) -> CostEstimate:
         """On-demand cost at the scaling bounds (instances; an LMI spec's instance count)."""
@@ -165,7 +191,7 @@ def resolve(spec: DeploymentSpec, catalog: Catalog | None = None) -> ResolvedDep
         model,
         draft,
         speculative,
-        container.vllm_version if container is not None else None,
+        container,
         cat,
         defaults,
     )
@@ -309,7 +335,7 @@ def _resolve_engine(
     model: ModelFacts | None,
     draft: Draft | None,
     speculative: dict[str, Any] | None,
-    vllm_version: str | None,
+    container: ContainerImage | None,
     cat: Catalog,
     defaults: list[str],
 ) -> dict[str, Any]:
@@ -339,9 +365,59 @@ def _resolve_engine(
         defaults.append(f"engine.max_num_seqs={LIBRARY_MAX_NUM_SEQS} ({_max_num_seqs_reason(instance, cat)})")
     if "max_model_len" not in engine and model is not None:
         engine["max_model_len"] = _default_max_model_len(
-            engine, instance, model, draft, speculative, vllm_version, cat, defaults
+            engine, instance, model, draft, speculative, container, cat, defaults
         )
     return engine
+
+
+def longest_fitting_length(fits: Callable[[int], int], limit: int) -> int:
+    """The largest length L up to `limit` with fits(L) >= L, 0 where there is none. fits(L): the tokens one
+    sequence's KV cache may hold at max_model_len L; it only shrinks as L grows, since vllm serve's default
+    batch (the size of the start-up profile run) can grow with max_model_len."""
+    if fits(limit) >= limit:
+        return limit
+    if fits(1) < 1:
+        return 0
+    low, high = 1, limit  # fits(low) >= low; fits(high) < high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) >= middle else (low, middle)
+    return low
+
+
+def vllm_serve_batched_tokens(
+    instance: InstanceType | None,
+    container: ContainerImage | None,
+    engine: dict[str, Any],
+    *,
+    max_model_len: int | None = None,
+    max_num_seqs: int | None = None,
+) -> int | None:
+    """What `vllm serve` sets an unset max_num_batched_tokens to for these settings (max_model_len and
+    max_num_seqs: the engine's where not given); None where it is set, or the engine is not vllm serve (an
+    LMI container), or the instance, release or settings are unknown."""
+    if engine.get("max_num_batched_tokens") is not None or instance is None or container is None:
+        return None
+    release = container.vllm_version
+    max_model_len = max_model_len or engine.get("max_model_len")
+    max_num_seqs = max_num_seqs or engine.get("max_num_seqs")
+    if container.framework != "vllm" or release is None:
+        return None
+    if not isinstance(max_model_len, int) or not isinstance(max_num_seqs, int):
+        return None
+    facts = load_catalog().vllm
+    forced = version_tuple(release) <= version_tuple(facts.scheduler_checks.chunked_prefill_forced_on_until)
+    mode = engine.get("performance_mode")
+    return facts.api_server_batched_tokens_default.value(
+        release,
+        gpu_name=instance.gpu_name,
+        gpu_memory_mib=instance.gpu.memory_mib,
+        compute_capability=instance.gpu.compute_capability,
+        chunked=forced or engine.get("enable_chunked_prefill", True) is not False,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        performance_mode=mode if isinstance(mode, str) else None,
+    )
 
 
 def _max_num_seqs_reason(instance: InstanceType | None, cat: Catalog) -> str:
@@ -363,7 +439,7 @@ def _default_max_model_len(
     model: ModelFacts,
     draft: Draft | None,
     speculative: dict[str, Any] | None,
-    vllm_version: str | None,
+    container: ContainerImage | None,
     cat: Catalog,
     defaults: list[str],
 ) -> int:
@@ -372,22 +448,33 @@ def _default_max_model_len(
     if instance is None:
         defaults.append(f"engine.max_model_len={limit} (the model's context)")
         return limit
-    plan = memory_plan(
-        model=model,
-        draft=draft,
-        speculative=speculative,
-        engine=engine,
-        gpu_name=instance.gpu_name,
-        gpu_memory_mib=instance.gpu.memory_mib,
-        tensor_parallel_size=min(int(engine.get("tensor_parallel_size", 1)), instance.gpu_count),
-        vllm_version=vllm_version,
-        overheads=cat.vllm.memory_overheads,
-    )
-    fits = plan.max_tokens()
-    if fits >= limit or fits < 1:
+
+    def fits(length: int) -> int:
+        """Tokens one sequence's KV cache may hold when max_model_len is `length`: vllm serve's default
+        batch (the profile run's size) can grow with it."""
+        tokens = vllm_serve_batched_tokens(instance, container, engine, max_model_len=length)
+        plan = memory_plan(
+            model=model,
+            draft=draft,
+            speculative=speculative,
+            engine=engine if tokens is None else {**engine, "max_num_batched_tokens": tokens},
+            gpu_name=instance.gpu_name,
+            gpu_memory_mib=instance.gpu.memory_mib,
+            tensor_parallel_size=min(int(engine.get("tensor_parallel_size", 1)), instance.gpu_count),
+            vllm_version=container.vllm_version if container is not None else None,
+            overheads=cat.vllm.memory_overheads,
+        )
+        return plan.max_tokens()
+
+    if vllm_serve_batched_tokens(instance, container, engine, max_model_len=limit) is None:
+        held = fits(limit)  # a set batch (or not vllm serve): the plan does not move with the length
+        longest = limit if held >= limit else max(0, held)
+    else:
+        longest = longest_fitting_length(fits, limit)
+    if longest in (0, limit):  # nothing fits (SI300 says so) or the whole context does
         defaults.append(f"engine.max_model_len={limit} (the model's context)")
         return limit
-    capped = fits // 256 * 256 if fits >= 256 else fits
+    capped = longest // 256 * 256 if longest >= 256 else longest
     defaults.append(
         f"engine.max_model_len={capped} (the model's context {limit} capped to what fits in memory)"
     )

@@ -142,7 +142,7 @@ def predict(
     engine = engine_for(
         instance=d.instance,
         model=d.model,
-        engine_args=d.engine,
+        engine_args=d.engine_as_run(),
         speculative=d.speculative,
         plan=plan,
         acceptance_length=length,

@@ -46,7 +46,7 @@ def model_fits_gpu_memory(d: ResolvedDeployment) -> Iterator[Violation]:
     draft = ""
     if plan.draft_mib:
         draft = f" + draft {_gib(plan.draft_mib)}{' (estimated)' if plan.draft_estimated else ''}"
-    fits = plan.max_tokens()
+    fits = d.longest_fitting_max_model_len(tokens - 1)
     # FP8 KV cache halves the cache; offered where vLLM computes in FP8 (Ada, Hopper, Blackwell).
     fp8_floor = load_catalog().vllm.fp8_min_compute_capability.value
     fp8 = (

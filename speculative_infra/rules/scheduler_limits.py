@@ -13,7 +13,7 @@ from typing import Any
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import SchedulerCheck, version_tuple
 from speculative_infra.human_int import parse_human_int
-from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.resolve import ResolvedDeployment, vllm_serve_batched_tokens
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.engine_args import reads_tera_suffixes
 from speculative_infra.rules.finding import Severity, Violation
@@ -152,26 +152,18 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
     forced_until = load_catalog().vllm.scheduler_checks.chunked_prefill_forced_on_until
     chunked = d.engine.get("enable_chunked_prefill", True) is not False
     values["enable_chunked_prefill"] = chunked or version_tuple(release) <= version_tuple(forced_until)
-    defaulted = False
     # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve: left unjudged.
-    if (
-        values.get("max_num_batched_tokens") is None
-        and d.instance is not None
-        and d.container is not None
-        and d.container.framework == "vllm"
-    ):
-        mode = d.engine.get("performance_mode")
-        values["max_num_batched_tokens"] = load_catalog().vllm.api_server_batched_tokens_default.value(
-            release,
-            gpu_name=d.instance.gpu_name,
-            gpu_memory_mib=d.instance.gpu.memory_mib,
-            compute_capability=d.instance.gpu.compute_capability,
-            chunked=values["enable_chunked_prefill"],
+    tokens = None
+    if values["max_num_batched_tokens"] is None:
+        tokens = vllm_serve_batched_tokens(
+            d.instance,
+            d.container,
+            d.engine,
             max_model_len=values["max_model_len"],
             max_num_seqs=values["max_num_seqs"],
-            performance_mode=mode if isinstance(mode, str) else None,
         )
-        defaulted = True
+        values["max_num_batched_tokens"] = tokens
+    defaulted = tokens is not None
     return values, defaulted
 
 

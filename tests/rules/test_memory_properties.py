@@ -163,3 +163,63 @@ def test_mxfp4_weights_from_the_quantized_parameters():
     for model_id, checkpoint_gb in (("openai/gpt-oss-20b", 13.8), ("openai/gpt-oss-120b", 65.3)):
         stored = CAT.model(model_id).model_copy(update={"weights_gb": None})
         assert weights_mib(stored, 2) * 2**20 / 1e9 == pytest.approx(checkpoint_gb, rel=0.02)
+
+
+# vllm serve's default batch, the size of the start-up profile run, grows with max_model_len without chunked
+# prefill (at least max_model_len) and doubles under performance_mode throughput: the defaults and SI300's
+# suggestion must still pass.
+SERVE_VARIANTS = {
+    "no-chunked-prefill": {"enable_chunked_prefill": False},
+    "throughput": {"performance_mode": "throughput"},
+}
+VARIANT_CASES = [
+    pytest.param(instance, model, draft, variant, id=f"{instance}-{draft or model}-{variant}")
+    for instance, model, draft, kv in (c.values for c in CASES)
+    if kv == "auto"
+    for variant in SERVE_VARIANTS
+]
+
+
+@pytest.mark.parametrize(("instance", "model", "draft", "variant"), VARIANT_CASES)
+def test_defaults_and_suggestion_pass_where_the_default_batch_moves(instance, model, draft, variant):
+    engine = SERVE_VARIANTS[variant]
+    result = check(_spec(instance, model, draft, **engine))
+    defaulted = {d.split("=")[0] for d in result.deployment.defaults}
+    weights_do_not_fit = any(f.code == "SI300" and "more GPU memory" in f.fix for f in result.findings)
+    for finding in result.findings:
+        if finding.severity is Severity.ERROR and finding.field in defaulted:
+            assert weights_do_not_fit and finding.code == "SI300", (finding.code, finding.message)
+    context = CAT.model(model).max_position_embeddings
+    finding = _si300(_spec(instance, model, draft, max_model_len=context, **engine))
+    suggested = re.search(r"at most (\d+)", finding.fix) if finding is not None else None
+    if suggested is not None:
+        n = int(suggested.group(1))
+        assert _si300(_spec(instance, model, draft, max_model_len=n, **engine)) is None
+        assert _si300(_spec(instance, model, draft, max_model_len=n + 1, **engine)) is not None
+
+
+def _overhead(engine: dict[str, Any], instance: str = "ml.g7e.2xlarge") -> float:
+    spec = _spec(instance, "Qwen/Qwen3-32B", None, max_model_len=32768, max_num_seqs=64, **engine)
+    return check(spec).deployment.memory_plan().overhead_mib
+
+
+def test_the_memory_model_runs_the_profile_at_vllm_serves_default_batch():
+    # On the 96 GB RTX PRO 6000 vllm serve defaults to 8192 tokens; without chunked prefill to max_model_len
+    # (32768); under performance_mode throughput to twice 8192.
+    assert _overhead({}) == pytest.approx(_overhead({"max_num_batched_tokens": 8192}))
+    assert _overhead({"enable_chunked_prefill": False}) == pytest.approx(
+        _overhead({"enable_chunked_prefill": False, "max_num_batched_tokens": 32768})
+    )
+    assert _overhead({"performance_mode": "throughput"}) == pytest.approx(
+        _overhead({"max_num_batched_tokens": 16384})
+    )
+    assert _overhead({"performance_mode": "throughput"}) > _overhead({})
+
+
+def test_an_lmi_engine_keeps_the_spec_engine():
+    spec = _spec("ml.g6e.12xlarge", "Qwen/Qwen3-32B", None, max_model_len=8192)
+    spec["container"] = {"framework": "lmi", "version": "20"}
+    d = check(spec).deployment
+    assert d.container is not None and d.container.framework == "lmi"
+    assert "max_num_batched_tokens" not in d.engine
+    assert d.engine_as_run() == d.engine  # DJL's engine is not vllm serve: its default batch is not known
