@@ -193,6 +193,10 @@ def interfaces_of(wheel: Wheel, tables: dict[str, dict[str, tuple[str, str]]]) -
             multimodal.add(arch)
     defined = {n.name for n in getattr(wheel.tree(INTERFACES), "body", []) if isinstance(n, ast.ClassDef)}
     return {
+        # What resolve_model_cls looks an architecture up in (self.models, built from _VLLM_MODELS): one
+        # not there loads through the Transformers backend, when transformers has a compatible class.
+        "registered_architectures": sorted(tables.get("_VLLM_MODELS", {})),
+        "transformers_backend_architectures": sorted(tables.get("_TRANSFORMERS_BACKEND_MODELS", {})),
         "eagle3_interface_defined": "SupportsEagle3" in defined,
         "eagle3_architectures": sorted(eagle3),
         "multimodal_architectures": sorted(multimodal),
@@ -417,6 +421,8 @@ def catalog_projection(table: dict[str, Any]) -> dict[str, Any]:
             if record["eagle3_interface_check"]
             else None,
             "multimodal_architectures": record["multimodal_architectures"],
+            "registered_architectures": record["registered_architectures"],
+            "transformers_backend_architectures": record["transformers_backend_architectures"],
             "quantization_min_capability": {
                 name: f"{value // 10}.{value % 10}"
                 for name, value in record["quantization_method_min_capability"].items()

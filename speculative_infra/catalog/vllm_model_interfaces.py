@@ -20,6 +20,10 @@ class ReleaseModelInterfaces(BaseModel):
     # Registry architectures whose class implements SupportsEagle3; None: the release does not check it.
     eagle3_architectures: frozenset[str] | None
     multimodal_architectures: frozenset[str]
+    # Every architecture the registry resolves itself (_VLLM_MODELS); another loads through the Transformers
+    # backend (one of transformers_backend_architectures) when transformers has a compatible class.
+    registered_architectures: frozenset[str]
+    transformers_backend_architectures: frozenset[str]
     quantization_min_capability: dict[str, str]  # --quantization method -> its get_min_capability()
     compressed_tensors_scheme_min_capability: dict[str, str]  # scheme (wna16, w8a8_fp8, ...) -> its floor
 

@@ -17,6 +17,7 @@ from speculative_infra.rules import (  # noqa: F401  (imported for their @rule r
     lora,
     memory,
     model_access,
+    model_registry,
     parallelism,
     precision,
     region,

@@ -13,6 +13,7 @@ from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.draft_structure import needs_draft_checkpoint, shape_mismatches
 from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.model_registry import loaded_class
 
 
 def _first_release_with_field(field: str) -> str | None:
@@ -97,9 +98,6 @@ def eagle3_target_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
         )
 
 
-TRANSFORMERS_BACKEND = "TransformersForCausalLM"
-
-
 @rule(
     code="SI414",
     name="eagle3-target-interface",
@@ -124,8 +122,7 @@ def eagle3_target_interface(d: ResolvedDeployment) -> Iterator[Violation]:
     interfaces = known.get(release)
     if interfaces is None or interfaces.eagle3_architectures is None:
         return
-    # With model_impl: transformers vLLM loads its Transformers backend class, not the architecture's.
-    arch = TRANSFORMERS_BACKEND if d.engine.get("model_impl") == "transformers" else d.model.architecture
+    arch, fallback = loaded_class(d, release)
     if arch in interfaces.eagle3_architectures:
         return
     framework = d.container.framework if d.container is not None else "vllm"
@@ -134,13 +131,19 @@ def eagle3_target_interface(d: ResolvedDeployment) -> Iterator[Violation]:
         for v in load_catalog().container_vllm_versions(framework)
         if version_tuple(v) > version_tuple(release)
         and v in known
-        and arch in (known[v].eagle3_architectures or {arch})  # None: that release does not check
+        and (at := loaded_class(d, v)[0]) in (known[v].eagle3_architectures or {at})  # None: no check there
     ]
+    loads_as = (
+        f"{d.model.architecture} is not registered there, so {d.model_id} loads through vLLM's Transformers "
+        f"backend, {arch}, which"
+        if fallback
+        else f"{arch} (the class {d.model_id} loads as)"
+    )
     yield Violation(
-        message=f"in vLLM {release}, {arch} (the class {d.model_id} loads as) is not among the registered "
+        message=f"in vLLM {release}, {loads_as} is not among the registered "
         "architectures that implement the EAGLE3 interface: vLLM stops when the model loads with 'Model does "
         f"not support EAGLE3 interface' (read from {interfaces.wheel})",
-        fix=f"use a container with vLLM {later[0]} or newer, where {arch} implements it"
+        fix=f"use a container with vLLM {later[0]} or newer, where the class it loads as implements it"
         if later
         else "use another speculative method (no container release in the catalog implements EAGLE3 for this "
         "class)",

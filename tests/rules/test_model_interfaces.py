@@ -123,12 +123,13 @@ def test_ngram_gpu_reads_the_prompt_lookup_keys() -> None:
 
 
 def test_the_transformers_backend_is_judged_by_its_own_class() -> None:
-    # With model_impl: transformers vLLM loads TransformersForCausalLM, which has the interface from 0.13.0.
+    # With model_impl: transformers vLLM loads the Transformers backend's MoE class for this MoE model
+    # (ModelConfig._get_transformers_backend_cls), which has the interface from 0.13.0.
     spec = deep_merge(QWEN3_CODER_EAGLE3, {"engine": {"model_impl": "transformers"}})
     found = [
         f
         for f in check(deep_merge(REFERENCE_SPEC, {**spec, "container": {"version": "0.12.0"}})).findings
         if f.code == "SI414"
     ]
-    assert found and "TransformersForCausalLM" in found[0].message and "0.13.0 or newer" in found[0].fix
+    assert found and "TransformersMoEForCausalLM" in found[0].message and "0.13.0 or newer" in found[0].fix
     assert "SI414" not in _codes({**spec, "container": {"version": "0.13.0"}})

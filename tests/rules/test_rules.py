@@ -286,6 +286,12 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # The catalog's Qwen3-32B has 64 attention heads; a spec override of the KV heads must divide them.
     "SI331": ({"model": {"num_key_value_heads": 16}}, {"model": {"num_key_value_heads": 7}}),
     "SI331 window": ({"model": {"sliding_window_layers": 0}}, {"model": {"sliding_window_layers": 65}}),
+    # An architecture no release registers loads through the Transformers backend, or not at all.
+    "SI340": ({}, {"model": {"architecture": "AcmeForCausalLM"}}),
+    "SI341": (
+        {"engine": {"model_impl": "vllm"}},
+        {"model": {"architecture": "AcmeForCausalLM"}, "engine": {"model_impl": "vllm"}},
+    ),
     "SI400": ({}, {"speculative": {"method": "eagle9"}}),
     # vLLM 0.14.x is the last to refuse a plain draft model; the first DLC after it is 0.15.1
     "SI400 refused": (
