@@ -101,9 +101,8 @@ class ResolvedDeployment(BaseModel):
         if plan is None:
             return 0
         if vllm_serve_batched_tokens(self.instance, self.container, self.engine) is None:
-            return max(
-                0, min(limit, plan.max_tokens())
-            )  # a set batch: the plan does not move with the length
+            # A set batch (or not vllm serve): the plan does not move with the length.
+            return max(0, min(limit, plan.max_tokens()))
 
         def fits(length: int) -> int:
             at = self.memory_plan(length)
