@@ -123,6 +123,7 @@ class ResolvedDeployment(BaseModel):
         if plan is None or self.model is None:
             return None
         context = self.model.max_position_embeddings
+        full = self.memory_plan(context) or plan
         return {
             "per_gpu_budget_gib": round(plan.budget_mib / 1024, 2),
             "weights_gib": round(plan.weights_mib / 1024, 2),
@@ -133,8 +134,9 @@ class ResolvedDeployment(BaseModel):
             # What the KV cache could hold, which may exceed the model's context: not a usable length.
             "longest_sequence_that_fits": plan.max_tokens(),
             "model_context_tokens": context,
-            "full_context_fits": plan.fits(context),
-            "full_context_sequences_at_once": plan.sequences_at_once(context),
+            # At max_model_len = the context: vllm serve's default batch (the profile run) can grow with it.
+            "full_context_fits": full.fits(context),
+            "full_context_sequences_at_once": full.sequences_at_once(context),
         }
 
     def summary(self) -> dict[str, Any]:

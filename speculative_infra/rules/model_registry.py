@@ -14,16 +14,22 @@ from speculative_infra.rules.finding import Severity, Violation
 
 TRANSFORMERS_BACKEND = "TransformersForCausalLM"
 TRANSFORMERS_MOE_BACKEND = "TransformersMoEForCausalLM"  # registered from 0.11.1
+# ModelConfig._get_transformers_backend_cls picks the MoE class for get_num_experts() > 1 (0.11.1-0.13.0),
+# then for is_moe, get_num_experts() > 0 (0.14.0 on).
+MOE_ANY_EXPERT_SINCE = "0.14.0"
 
 
 def loaded_class(d: ResolvedDeployment, release: str) -> tuple[str, bool]:
     """The registry class vLLM loads the target as (ModelRegistry.resolve_model_cls), and whether that is the
     Transformers backend standing in for an architecture the release does not register (model_impl auto).
-    Text models only: a multimodal config picks the backend's MultiModal classes."""
+    Named for a text model: a multimodal config picks the backend's MultiModal classes, which implement the
+    same interfaces as these in every release read."""
     assert d.model is not None
     interfaces = load_vllm_model_interfaces().releases[release]
-    # ModelConfig._get_transformers_backend_cls: the MoE class where the model has more than one expert.
-    moe = (d.model.num_experts or 0) > 1 and TRANSFORMERS_MOE_BACKEND in interfaces.registered_architectures
+    least = 1 if version_tuple(release) >= version_tuple(MOE_ANY_EXPERT_SINCE) else 2
+    moe = (
+        d.model.num_experts or 0
+    ) >= least and TRANSFORMERS_MOE_BACKEND in interfaces.registered_architectures
     backend = TRANSFORMERS_MOE_BACKEND if moe else TRANSFORMERS_BACKEND
     impl = d.engine.get("model_impl", "auto")
     if impl == "transformers":
@@ -44,21 +50,47 @@ def _unregistered(d: ResolvedDeployment) -> tuple[str, str] | None:
     return release, interfaces.wheel
 
 
-def _registering_release(d: ResolvedDeployment, release: str) -> str | None:
-    """The first catalog container release after `release` whose registry has the architecture."""
+def _registering_releases(d: ResolvedDeployment, release: str) -> str | None:
+    """The catalog container releases after `release` whose registry has the architecture, as runs ("vLLM
+    0.14.0 to 0.24.0", "vLLM 0.27.1 or newer"): registries also drop architectures."""
     framework = d.container.framework if d.container is not None else "vllm"
     known = load_vllm_model_interfaces().releases
     assert d.model is not None
-    return next(
-        (
-            v
-            for v in load_catalog().container_vllm_versions(framework)
-            if version_tuple(v) > version_tuple(release)
-            and v in known
-            and d.model.architecture in known[v].registered_architectures
-        ),
-        None,
-    )
+    later = [
+        v
+        for v in load_catalog().container_vllm_versions(framework)
+        if version_tuple(v) > version_tuple(release) and v in known
+    ]
+    runs: list[list[str]] = []
+    for i, v in enumerate(later):
+        if d.model.architecture not in known[v].registered_architectures:
+            continue
+        if runs and later.index(runs[-1][-1]) == i - 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    if not runs:
+        return None
+    named = [
+        f"{run[0]} or newer"
+        if run[-1] == later[-1]
+        else run[0]
+        if len(run) == 1
+        else f"{run[0]} to {run[-1]}"
+        for run in runs
+    ]
+    return "vLLM " + ", ".join(named)
+
+
+def _registering_fix(d: ResolvedDeployment, release: str) -> str:
+    releases = _registering_releases(d, release)
+    return f"use a container with {releases}, which registers it, or " if releases else ""
+
+
+UNSUPPORTED = (
+    "vLLM stops when it loads the model ('Model architectures [...] are not supported for now', or that "
+    "the architecture was supported until an older release)"
+)
 
 
 @rule(
@@ -69,7 +101,7 @@ def _registering_release(d: ResolvedDeployment, release: str) -> str | None:
     rationale="ModelRegistry.resolve_model_cls looks config.json's architecture up in the release's "
     "registry (read from each wheel); with model_impl auto an architecture not there loads through the "
     "Transformers backend, which needs the container's transformers library to have the class and that class "
-    "to be backend-compatible, or vLLM stops with 'Model architectures [...] are not supported for now'.",
+    "to be backend-compatible, or vLLM stops when it loads the model.",
 )
 def architecture_in_registry(d: ResolvedDeployment) -> Iterator[Violation]:
     found = _unregistered(d)
@@ -78,13 +110,12 @@ def architecture_in_registry(d: ResolvedDeployment) -> Iterator[Violation]:
     release, wheel = found
     assert d.model is not None
     backend, _ = loaded_class(d, release)
-    later = _registering_release(d, release)
     yield Violation(
         message=f"vLLM {release} does not register {d.model.architecture} ({d.model_id}'s architecture; read "
-        f"from {wheel}): it loads the model through its Transformers backend ({backend}) only if the "
-        "container's transformers library has that class and it is backend-compatible; otherwise vLLM stops "
-        f"with 'Model architectures ['{d.model.architecture}'] are not supported for now'",
-        fix=(f"use a container with vLLM {later} or newer, which registers it, or " if later else "")
+        f"from {wheel}): it loads the model through its Transformers backend ({backend} for a text model) "
+        "only if the container's transformers library has that class and it is backend-compatible; "
+        f"otherwise {UNSUPPORTED}",
+        fix=_registering_fix(d, release)
         + "check that the model runs with vLLM's Transformers backend (engine.model_impl: transformers) "
         "before deploying",
         field="model.id",
@@ -106,12 +137,10 @@ def architecture_registered_for_vllm_impl(d: ResolvedDeployment) -> Iterator[Vio
         return
     release, wheel = found
     assert d.model is not None
-    later = _registering_release(d, release)
     yield Violation(
         message=f"vLLM {release} does not register {d.model.architecture} ({d.model_id}'s architecture; read "
-        f"from {wheel}), and engine.model_impl: vllm keeps it from the Transformers backend: vLLM stops with "
-        f"'Model architectures ['{d.model.architecture}'] are not supported for now'",
-        fix=(f"use a container with vLLM {later} or newer, which registers it, or " if later else "")
+        f"from {wheel}), and engine.model_impl: vllm keeps it from the Transformers backend: {UNSUPPORTED}",
+        fix=_registering_fix(d, release)
         + "set engine.model_impl to auto (the Transformers backend stands in where transformers has the class)",
         field="engine.model_impl",
     )

@@ -170,11 +170,17 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
 def _batched_tokens_note(d: ResolvedDeployment, values: Mapping[str, Any], defaulted: bool) -> str:
     if not defaulted:
         return ""
-    mode = d.engine.get("performance_mode")
+    doubled = (
+        d.engine.get("performance_mode") == "throughput"
+        and d.container is not None
+        and d.container.vllm_version is not None
+        and version_tuple(d.container.vllm_version)
+        >= version_tuple(load_catalog().vllm.api_server_batched_tokens_default.throughput_doubles_since)
+    )
     return (
         f" (max_num_batched_tokens is unset: vllm serve uses {values['max_num_batched_tokens']} on the "
         f"{d.instance.gpu_name if d.instance else 'GPU'}"
-        + (f" with performance_mode {mode}" if isinstance(mode, str) and mode != "balanced" else "")
+        + (", doubled by performance_mode throughput" if doubled else "")
         + ")"
     )
 

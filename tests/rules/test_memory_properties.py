@@ -223,3 +223,36 @@ def test_an_lmi_engine_keeps_the_spec_engine():
     assert d.container is not None and d.container.framework == "lmi"
     assert "max_num_batched_tokens" not in d.engine
     assert d.engine_as_run() == d.engine  # DJL's engine is not vllm serve: its default batch is not known
+
+
+@pytest.mark.parametrize(
+    ("fits", "limit", "expected"),
+    [
+        (lambda n: 10_000, 8192, 8192),  # the whole limit fits
+        (lambda n: 0, 8192, 0),  # not one token
+        (lambda n: 5000, 8192, 5000),  # a plateau: a set batch
+        (lambda n: 9000 - n, 8192, 4500),  # a batch that grows with the length: fits(L) >= L up to 4500
+        (lambda n: 1, 1, 1),
+    ],
+)
+def test_longest_fitting_length(fits, limit, expected):
+    from speculative_infra.resolve import longest_fitting_length
+
+    assert longest_fitting_length(fits, limit) == expected
+
+
+def test_the_summary_judges_the_full_context_at_its_own_batch():
+    # Without chunked prefill the batch at the full context is the context itself: the summary and SI300
+    # must agree on whether it fits, also where the plan at the spec's short max_model_len would say it does.
+    moved = 0
+    for instance in INSTANCES:
+        for model in CAT.models:
+            short = check(_spec(instance, model, None, max_model_len=1024, enable_chunked_prefill=False))
+            memory = short.deployment.summary()["memory"]
+            if memory is None:
+                continue
+            context = CAT.model(model).max_position_embeddings
+            full = _si300(_spec(instance, model, None, max_model_len=context, enable_chunked_prefill=False))
+            assert memory["full_context_fits"] is (full is None), (instance, model)
+            moved += short.deployment.memory_plan().fits(context) is not (full is None)
+    assert moved > 0  # cases where the short plan's answer would have been wrong

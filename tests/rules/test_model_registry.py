@@ -12,6 +12,7 @@ import pytest
 
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.check import check
+from speculative_infra.rules.model_registry import loaded_class
 from tests.conftest import REFERENCE_SPEC, deep_merge
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_model_interfaces.json").read_text())
@@ -96,3 +97,28 @@ def test_eagle3_on_an_unregistered_architecture_is_judged_by_the_transformers_ba
     assert "Qwen3_5ForCausalLM is not registered there" in refused.message
     assert "Transformers backend, TransformersForCausalLM" in refused.message
     assert "0.13.0 or newer" in refused.fix
+
+
+def test_a_fix_names_only_releases_that_register_the_architecture() -> None:
+    # Grok1ForCausalLM: not in 0.11.0's registry, in 0.14.0's to 0.24.0's, dropped from 0.25.0.
+    grok = {**QWEN3_5, "id": "acme/grok-1", "architecture": "Grok1ForCausalLM", "model_type": "grok-1"}
+    spec = deep_merge(REFERENCE_SPEC, {"container": {"version": "0.11.0"}, "model": grok})
+    spec["speculative"] = None
+    (found,) = [f for f in check(spec).findings if f.code == "SI340"]
+    assert found.fix.startswith("use a container with vLLM 0.14.0 to 0.24.0, which registers it")
+
+
+def test_one_expert_takes_the_moe_backend_from_0_14_0() -> None:
+    # _get_transformers_backend_cls: get_num_experts() > 1 up to 0.13.0, is_moe (> 0) from 0.14.0. A spec
+    # cannot give the expert count (catalog facts do): the resolved deployment is given it.
+    spec = deep_merge(REFERENCE_SPEC, {"model": QWEN3_5})
+    spec["speculative"] = None
+    d = check(spec).deployment
+    for experts, release, expected in [
+        (1, "0.13.0", "TransformersForCausalLM"),
+        (1, "0.14.0", "TransformersMoEForCausalLM"),
+        (2, "0.13.0", "TransformersMoEForCausalLM"),
+        (2, "0.11.0", "TransformersForCausalLM"),  # no MoE backend class registered yet
+    ]:
+        at = d.model_copy(update={"model": d.model.model_copy(update={"num_experts": experts})})
+        assert loaded_class(at, release) == (expected, True), (experts, release)
