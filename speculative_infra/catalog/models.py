@@ -537,6 +537,15 @@ class DraftingSlotChecks(Sourced):
         return 0 if extra is None else num_speculative_tokens + extra
 
 
+class SpeculativeMaxModelLenChecks(Sourced):
+    """speculative.max_model_len may not exceed the draft's or the target's max_model_len."""
+
+    since: str
+    methods_without_draft: frozenset[str]  # methods whose SpeculativeConfig skips the check
+    draft_message: str  # vLLM's text, with {value} and {draft}
+    target_message: str  # vLLM's text, with {value} and {target}
+
+
 class SchemeFallbacks(Sourced):
     fallbacks: dict[str, str]  # scheme -> the scheme vLLM runs below its floor
 
@@ -553,6 +562,7 @@ class VllmFacts(Fact):
     scheduler_checks: SchedulerChecks
     multimodal_draft_refusals: MultimodalDraftRefusals
     api_server_batched_tokens_default: BatchedTokensDefault
+    speculative_max_model_len_checks: SpeculativeMaxModelLenChecks
     drafting_slot_checks: DraftingSlotChecks
     compressed_tensors_fallbacks: SchemeFallbacks
 

@@ -24,6 +24,7 @@ from speculative_infra.rules import (  # noqa: F401  (imported for their @rule r
     scaling,
     scheduler_limits,
     speculative,
+    speculative_max_len,
 )
 from speculative_infra.rules.decorator import RULES
 from speculative_infra.rules.finding import Finding, Rule, Severity

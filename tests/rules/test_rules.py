@@ -293,6 +293,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"model": {"architecture": "AcmeForCausalLM"}, "engine": {"model_impl": "vllm"}},
     ),
     "SI400": ({}, {"speculative": {"method": "eagle9"}}),
+    # The reference spec serves max_model_len 4096.
+    "SI416": ({"speculative": {"max_model_len": 4096}}, {"speculative": {"max_model_len": 4097}}),
     # vLLM 0.14.x is the last to refuse a plain draft model; the first DLC after it is 0.15.1
     "SI400 refused": (
         {"speculative": {"method": "draft_model", "model": "Qwen/Qwen3-0.6B"}},

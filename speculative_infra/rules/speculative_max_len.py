@@ -1,0 +1,75 @@
+"""speculative.max_model_len against the target's (and, where known, the draft's) max_model_len: what
+SpeculativeConfig refuses when the engine starts (catalog: vllm.yaml `speculative_max_model_len_checks`).
+`speculative_max_len_refusal` is held to each release's own function run on probes
+(tests/golden/vllm_speculative_max_len.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import version_tuple
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.rules.decorator import rule
+from speculative_infra.rules.finding import Severity, Violation
+
+
+def speculative_max_len_refusal(
+    release: str, value: int, *, target: int, draft: int | None = None
+) -> tuple[str, str] | None:
+    """("draft" or "target", vLLM's message) where this release refuses speculative.max_model_len `value`;
+    None where it starts. `draft`: the draft's max_model_len, None where not known (then only the target's
+    is compared)."""
+    facts = load_catalog().vllm.speculative_max_model_len_checks
+    if version_tuple(release) < version_tuple(facts.since):
+        return None
+    if draft is not None and value > draft:
+        return "draft", facts.draft_message.format(value=value, draft=draft)
+    if value > target:
+        return "target", facts.target_message.format(value=value, target=target)
+    return None
+
+
+def _positive_int(value: Any) -> int | None:
+    """The value as vLLM's pydantic field reads it (an integer, or a string of digits), None where it refuses."""
+    if isinstance(value, str) and value.strip().isdigit() and value.isascii():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
+
+@rule(
+    code="SI416",
+    name="speculative-max-model-len",
+    severity=Severity.ERROR,
+    title="speculative.max_model_len is a positive integer no larger than the target's max_model_len",
+    rationale="SpeculativeConfig (a positive integer field) refuses a max_model_len larger than the draft's "
+    "or the target's when the engine starts, in every release read; n-gram, suffix and the other methods "
+    "without a draft model skip the check. The draft's own limit is not known offline.",
+)
+def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
+    if not d.speculative or d.vllm_release is None or d.speculative.get("max_model_len") is None:
+        return
+    given = d.speculative["max_model_len"]
+    value = _positive_int(given)
+    if value is None:
+        yield Violation(
+            message=f"speculative.max_model_len is {given!r}; vLLM's SpeculativeConfig takes a positive integer",
+            fix="set speculative.max_model_len to a whole number of tokens of 1 or more, or leave it out "
+            "(the draft then runs to the target's max_model_len)",
+            field="speculative.max_model_len",
+        )
+        return
+    facts = load_catalog().vllm.speculative_max_model_len_checks
+    target = _positive_int(d.engine.get("max_model_len"))
+    if d.speculative.get("method") in facts.methods_without_draft or target is None:
+        return
+    release = d.vllm_release.vllm_version
+    found = speculative_max_len_refusal(release, value, target=target)
+    if found is None:
+        return
+    yield Violation(
+        message=f"vLLM {release} refuses to start: {found[1]} (engine.max_model_len)",
+        fix=f"lower speculative.max_model_len to at most {target}, or leave it out",
+        field="speculative.max_model_len",
+    )
