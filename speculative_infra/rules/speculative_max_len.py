@@ -53,8 +53,9 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
     given = d.speculative["max_model_len"]
     value = _positive_int(given)
     if value is None:
+        shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:40] + "..."
         yield Violation(
-            message=f"speculative.max_model_len is {given!r}; vLLM's SpeculativeConfig takes a positive integer",
+            message=f"speculative.max_model_len is {shown}; vLLM's SpeculativeConfig takes a positive integer",
             fix="set speculative.max_model_len to a whole number of tokens of 1 or more, or leave it out "
             "(the draft then runs to the target's max_model_len)",
             field="speculative.max_model_len",

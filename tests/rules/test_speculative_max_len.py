@@ -72,6 +72,11 @@ def test_a_value_vllm_cannot_read_is_named(value: Any) -> None:
     assert found is not None and "positive integer" in found.message and repr(value) in found.message
 
 
+def test_a_long_value_is_shortened_in_the_message() -> None:
+    found = _si416({"max_model_len": "x" * 10_000})
+    assert found is not None and len(found.message) < 200
+
+
 def test_methods_without_a_draft_skip_the_comparison() -> None:
     ngram = {"method": "ngram", "model": None, "prompt_lookup_max": 4, "max_model_len": 100_000}
     assert _si416(ngram) is None
