@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import SchedulerCheck, version_tuple
+from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.vllm_startup_checks import SchedulerCheck
 from speculative_infra.human_int import parse_human_int
 from speculative_infra.resolve import ResolvedDeployment, vllm_serve_batched_tokens
 from speculative_infra.rules.decorator import rule

@@ -1,0 +1,122 @@
+"""Schema of the vLLM start-up checks in catalog/data/vllm.yaml: what each release's config objects refuse
+when the engine starts (scheduler limits, draft slots, speculative.max_model_len, multimodal drafts) and the
+default batch `vllm serve` picks. The comparisons are the rules' (rules/scheduler_limits.py and others)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from speculative_infra.catalog.fact_base import Fact, Sourced, version_tuple
+
+
+class SchedulerCheck(Fact):
+    """One start-up check of vLLM's SchedulerConfig (the comparison itself: rules/scheduler_limits.py)."""
+
+    id: str
+    since: str
+    until: str | None = None  # inclusive; None: still in the newest release read
+    message: str  # vLLM's text, with {field} placeholders
+
+    def applies_to(self, release: str) -> bool:
+        v = version_tuple(release)
+        return version_tuple(self.since) <= v and (self.until is None or v <= version_tuple(self.until))
+
+
+class SchedulerChecks(Sourced):
+    chunked_prefill_forced_on_until: str
+    auto_long_prefill_threshold_until: str
+    checks: list[SchedulerCheck]
+
+
+class MultimodalDraftRefusal(Fact):
+    applies_to: Literal["draft_model", "parallel_drafting"]
+    since: str
+    until: str  # inclusive
+
+    def applies_to_release(self, release: str) -> bool:
+        return version_tuple(self.since) <= version_tuple(release) <= version_tuple(self.until)
+
+
+class MultimodalDraftRefusals(Sourced):
+    refusals: list[MultimodalDraftRefusal]
+
+
+class BatchedTokensTier(Fact):
+    since: str
+    until: str | None = None  # inclusive; None: still in the newest release read
+    min_memory_gib: float
+    not_in_gpu_name: str | None = None
+    not_compute_capability: str | None = None  # vLLM 0.33.0 keeps GB10 (12.1) off the large-GPU tier
+    value: int = Field(ge=1)
+
+    def matches(self, release: str, gpu_name: str, gpu_memory_mib: float, compute_capability: str) -> bool:
+        v = version_tuple(release)
+        return (
+            version_tuple(self.since) <= v
+            and (self.until is None or v <= version_tuple(self.until))
+            and gpu_memory_mib / 1024 >= self.min_memory_gib
+            and (self.not_in_gpu_name is None or self.not_in_gpu_name not in gpu_name.lower())
+            and compute_capability != self.not_compute_capability
+        )
+
+
+class BatchedTokensDefault(Sourced):
+    """What `vllm serve` sets an unset max_num_batched_tokens to: the first tier the GPU matches (else
+    `otherwise`), doubled under performance_mode throughput, then at least max_model_len without chunked
+    prefill and at most max_num_seqs x max_model_len."""
+
+    otherwise: int = Field(ge=1)
+    tiers: list[BatchedTokensTier]
+    model_len_bounds_since: str  # the max_model_len floor and the max_num_seqs x max_model_len cap
+    throughput_doubles_since: str  # the first release with performance_mode (its throughput doubles)
+
+    def value(
+        self,
+        release: str,
+        *,
+        gpu_name: str,
+        gpu_memory_mib: float,
+        compute_capability: str,
+        chunked: bool,
+        max_model_len: int,
+        max_num_seqs: int,
+        performance_mode: str | None = None,
+    ) -> int:
+        tier = next(
+            (t for t in self.tiers if t.matches(release, gpu_name, gpu_memory_mib, compute_capability)), None
+        )
+        tokens = self.otherwise if tier is None else tier.value
+        v = version_tuple(release)
+        if performance_mode == "throughput" and v >= version_tuple(self.throughput_doubles_since):
+            tokens *= 2
+        if v < version_tuple(self.model_len_bounds_since):
+            return tokens
+        if not chunked:
+            tokens = max(max_model_len, tokens)
+        return min(max_num_seqs * max_model_len, tokens)
+
+
+class DraftingSlotChecks(Sourced):
+    checks: list[SchedulerCheck]
+    # VllmConfig.num_lookahead_tokens, from the release that has it: num_speculative_tokens plus the method's
+    # extra query rows for the methods listed, 0 for any other method.
+    lookahead_since: str
+    lookahead_extra_tokens: dict[str, int]
+
+    def lookahead(self, release: str, method: str | None, num_speculative_tokens: int) -> int | None:
+        """num_lookahead_tokens of a release and method; None before the release that has it."""
+        if version_tuple(release) < version_tuple(self.lookahead_since):
+            return None
+        extra = self.lookahead_extra_tokens.get(method or "")
+        return 0 if extra is None else num_speculative_tokens + extra
+
+
+class SpeculativeMaxModelLenChecks(Sourced):
+    """speculative.max_model_len may not exceed the draft's or the target's max_model_len."""
+
+    since: str
+    methods_without_draft: frozenset[str]  # methods whose SpeculativeConfig skips the check
+    draft_message: str  # vLLM's text, with {value} and {draft}
+    target_message: str  # vLLM's text, with {value} and {target}
