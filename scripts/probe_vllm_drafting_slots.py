@@ -23,7 +23,6 @@ cases ("lookahead" per release; a DSpark draft config is left without sample_fro
 from __future__ import annotations
 
 import ast
-import json
 import sys
 import zipfile
 from pathlib import Path
@@ -32,8 +31,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.vllm_release_extractor.constants import version_key
-from scripts.vllm_release_extractor.records import find_or_download, sha256_file, wheel_probe_parser
+from scripts.vllm_release_extractor.records import (
+    find_or_download,
+    sha256_file,
+    update_release_table,
+    wheel_probe_parser,
+)
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_drafting_slots.json"
 FUNCTION = "_set_max_num_scheduled_tokens"
@@ -220,13 +223,11 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
 
 def main() -> int:
     args = wheel_probe_parser(__doc__, OUT).parse_args()
-    table = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"releases": {}}
+    records = {}
     for version in args.versions:
-        table["releases"][version] = probe_release(version, args.wheels_dir)
-        print(version, table["releases"][version]["function"], flush=True)
-    table["probed_by"] = "scripts/probe_vllm_drafting_slots.py"
-    table["releases"] = dict(sorted(table["releases"].items(), key=lambda kv: version_key(kv[0])))
-    args.out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        records[version] = probe_release(version, args.wheels_dir)
+        print(version, records[version]["function"], flush=True)
+    update_release_table(args.out, records, "scripts/probe_vllm_drafting_slots.py")
     return 0
 
 

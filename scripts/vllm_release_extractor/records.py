@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .constants import DEFAULT_VERSIONS, EXTRACTED_BY
+from .constants import DEFAULT_VERSIONS, EXTRACTED_BY, version_key
 from .extractor import Extractor
 from .release import extract_serve_flags, extract_speculative
 from .source_tree import SourceTree
@@ -76,6 +76,16 @@ def find_or_download(version: str, wheels_dir: Path) -> Path:
     folder = wheels_dir / version
     existing = sorted(folder.glob(f"vllm-{version}-*.whl")) if folder.exists() else []
     return existing[0] if existing else download_wheel(version, folder)
+
+
+def update_release_table(out: Path, records: Mapping[str, Any], probed_by: str) -> None:
+    """Merge per-release probe records into the golden table at `out` (the releases not probed again are
+    kept, all in release order) and write it."""
+    table = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {"releases": {}}
+    releases = {**table["releases"], **records}
+    table["probed_by"] = probed_by
+    table["releases"] = dict(sorted(releases.items(), key=lambda kv: version_key(kv[0])))
+    out.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def wheel_probe_parser(description: str, out: Path) -> argparse.ArgumentParser:
