@@ -386,6 +386,14 @@ def longest_fitting_length(fits: Callable[[int], int], limit: int) -> int:
     return low
 
 
+def chunked_prefill_on(release: str, engine: dict[str, Any]) -> bool:
+    """Whether the release runs chunked prefill: on unless the spec turns it off, and always up to the
+    release that forces it on (catalog: scheduler_checks.chunked_prefill_forced_on_until)."""
+    forced_until = load_catalog().vllm.scheduler_checks.chunked_prefill_forced_on_until
+    forced = version_tuple(release) <= version_tuple(forced_until)
+    return forced or engine.get("enable_chunked_prefill", True) is not False
+
+
 def vllm_serve_batched_tokens(
     instance: InstanceType | None,
     container: ContainerImage | None,
@@ -406,15 +414,13 @@ def vllm_serve_batched_tokens(
         return None
     if not isinstance(max_model_len, int) or not isinstance(max_num_seqs, int):
         return None
-    facts = load_catalog().vllm
-    forced = version_tuple(release) <= version_tuple(facts.scheduler_checks.chunked_prefill_forced_on_until)
     mode = engine.get("performance_mode")
-    return facts.api_server_batched_tokens_default.value(
+    return load_catalog().vllm.api_server_batched_tokens_default.value(
         release,
         gpu_name=instance.gpu_name,
         gpu_memory_mib=instance.gpu.memory_mib,
         compute_capability=instance.gpu.compute_capability,
-        chunked=forced or engine.get("enable_chunked_prefill", True) is not False,
+        chunked=chunked_prefill_on(release, engine),
         max_model_len=max_model_len,
         max_num_seqs=max_num_seqs,
         performance_mode=mode if isinstance(mode, str) else None,

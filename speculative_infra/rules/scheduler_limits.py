@@ -14,7 +14,7 @@ from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_startup_checks import SchedulerCheck
 from speculative_infra.human_int import parse_human_int
-from speculative_infra.resolve import ResolvedDeployment, vllm_serve_batched_tokens
+from speculative_infra.resolve import ResolvedDeployment, chunked_prefill_on, vllm_serve_batched_tokens
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.engine_args import reads_tera_suffixes
 from speculative_infra.rules.finding import Severity, Violation
@@ -150,9 +150,7 @@ def _engine_settings(d: ResolvedDeployment, release: str) -> tuple[dict[str, Any
         return None
     if values["max_model_len"] is None or values["max_num_seqs"] is None:
         return None
-    forced_until = load_catalog().vllm.scheduler_checks.chunked_prefill_forced_on_until
-    chunked = d.engine.get("enable_chunked_prefill", True) is not False
-    values["enable_chunked_prefill"] = chunked or version_tuple(release) <= version_tuple(forced_until)
+    values["enable_chunked_prefill"] = chunked_prefill_on(release, d.engine)
     # vllm serve sizes an unset value itself; an LMI container's engine is not vllm serve: left unjudged.
     tokens = None
     if values["max_num_batched_tokens"] is None:
