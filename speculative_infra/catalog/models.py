@@ -428,6 +428,15 @@ class SpeculativeTokensDefault(Sourced):
     value: int = Field(ge=1)
 
 
+class TransformersBackend(Sourced):
+    """The Transformers backend classes a text model loads as: the MoE one from `moe_any_expert_since` for
+    any expert, before it for more than one."""
+
+    causal_lm: str
+    moe_causal_lm: str
+    moe_any_expert_since: str
+
+
 class SchemeFallbacks(Sourced):
     fallbacks: dict[str, str]  # scheme -> the scheme vLLM runs below its floor
 
@@ -445,6 +454,7 @@ class VllmFacts(Fact):
     multimodal_draft_refusals: MultimodalDraftRefusals
     api_server_batched_tokens_default: BatchedTokensDefault
     speculative_max_model_len_checks: SpeculativeMaxModelLenChecks
+    transformers_backend: TransformersBackend
     drafting_slot_checks: DraftingSlotChecks
     compressed_tensors_fallbacks: SchemeFallbacks
 

@@ -12,12 +12,6 @@ from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
 
-TRANSFORMERS_BACKEND = "TransformersForCausalLM"
-TRANSFORMERS_MOE_BACKEND = "TransformersMoEForCausalLM"  # registered from 0.11.1
-# ModelConfig._get_transformers_backend_cls picks the MoE class for get_num_experts() > 1 (0.11.1-0.13.0),
-# then for is_moe, get_num_experts() > 0 (0.14.0 on).
-MOE_ANY_EXPERT_SINCE = "0.14.0"
-
 
 def loaded_class(d: ResolvedDeployment, release: str) -> tuple[str, bool]:
     """The registry class vLLM loads the target as (ModelRegistry.resolve_model_cls), and whether that is the
@@ -26,11 +20,11 @@ def loaded_class(d: ResolvedDeployment, release: str) -> tuple[str, bool]:
     same interfaces as these in every release read."""
     assert d.model is not None
     interfaces = load_vllm_model_interfaces().releases[release]
-    least = 1 if version_tuple(release) >= version_tuple(MOE_ANY_EXPERT_SINCE) else 2
-    moe = (
-        d.model.num_experts or 0
-    ) >= least and TRANSFORMERS_MOE_BACKEND in interfaces.registered_architectures
-    backend = TRANSFORMERS_MOE_BACKEND if moe else TRANSFORMERS_BACKEND
+    classes = load_catalog().vllm.transformers_backend
+    least = 1 if version_tuple(release) >= version_tuple(classes.moe_any_expert_since) else 2
+    experts = d.model.num_experts or 0
+    moe = experts >= least and classes.moe_causal_lm in interfaces.registered_architectures
+    backend = classes.moe_causal_lm if moe else classes.causal_lm
     impl = d.engine.get("model_impl", "auto")
     if impl == "transformers":
         return backend, False
