@@ -55,6 +55,20 @@ def test_the_fallback_prefers_us_east_1_then_the_first_list_that_has_the_type():
         assert estimate_cost(instance_type, "eu-north-1", 1, 1).fallback_region == "us-east-1"
 
 
+def test_a_region_s_own_dated_list_wins_over_the_us_east_1_fallback():
+    # An AWS sample's December 2023 bill for Europe (Ireland), and an AWS recipe's ap-south-1 figure: the
+    # $14.584 that seemed to contradict the us-east-1 price of ml.g7e.12xlarge.
+    ireland = estimate_cost("ml.g5.12xlarge", "eu-west-1", 1, 1)
+    assert ireland.usd_per_hour == 7.91 and ireland.price_region == "eu-west-1"
+    assert "2023-12" in ireland.summary() and ireland.fallback_region is None
+    mumbai = estimate_cost("ml.g7e.12xlarge", "ap-south-1", 1, 1)
+    assert mumbai.usd_per_hour == 14.584
+    assert estimate_cost("ml.g7e.12xlarge", "us-east-1", 1, 1).usd_per_hour == 10.3576
+    # A type the Irish bill does not list still falls back, named.
+    other = estimate_cost("ml.g6e.12xlarge", "eu-west-1", 1, 1)
+    assert other.usd_per_hour is None and other.fallback_region == "us-east-1"
+
+
 def test_an_instance_priced_nowhere_says_unknown_and_how_to_set_it():
     cost = estimate_cost("ml.p5en.48xlarge", "us-east-1", 1, 1)
     assert cost.usd_per_hour is None and cost.fallback_usd_per_hour is None

@@ -163,7 +163,7 @@ def test_the_same_instance_with_more_tensor_parallel_ranks_is_suggested():
     ("region", "note"),
     [
         (None, f" ({PRICE_FALLBACK_REGION} prices: the region is not known): "),
-        ("eu-west-1", f" ({PRICE_FALLBACK_REGION} prices where the catalog has none for eu-west-1): "),
+        ("eu-north-1", f" ({PRICE_FALLBACK_REGION} prices where the catalog has none for eu-north-1): "),
         ("us-west-2", None),
     ],
 )
@@ -178,6 +178,18 @@ def test_prices_fall_back_to_a_documented_region_and_say_so(region, note):
     else:
         assert note in fix
         assert all(s.price_region == PRICE_FALLBACK_REGION and s.region_fallback for s in suggestions)
+
+
+def test_a_region_with_some_prices_uses_its_own_and_names_the_fallback_for_the_rest():
+    # eu-west-1 lists a few types (an AWS sample's 2023 bill): those keep its price, the others us-east-1's.
+    result, suggestions = _suggestions(_spec("ml.g5.2xlarge", "Qwen/Qwen3-32B", 4096, region="eu-west-1"))
+    own = load_catalog().price_lists
+    ireland = {t for p in own if p.region == "eu-west-1" for t in p.usd_per_hour}
+    for s in suggestions:
+        assert s.price_region == ("eu-west-1" if s.instance_type in ireland else PRICE_FALLBACK_REGION)
+        assert s.region_fallback == (s.instance_type not in ireland)
+    if any(s.region_fallback for s in suggestions):
+        assert "prices where the catalog has none for eu-west-1" in _si300(result).fix
 
 
 def test_a_suggestion_fits_exactly_up_to_its_longest_sequence():

@@ -26,6 +26,14 @@ def test_each_announced_region_passes() -> None:
         assert _si112({"region": region}) is None, region
 
 
+def test_p5e_is_known_in_oregon_only_and_g7e_in_mumbai() -> None:
+    p5e = {"instance_type": "ml.p5e.48xlarge", "engine": {"tensor_parallel_size": 8}}
+    assert _si112({**p5e, "region": "us-west-2"}) is None
+    found = _si112({**p5e, "region": "us-east-1"})
+    assert found is not None and "p5e" in found.message and "us-west-2" in found.message
+    assert _si112({"region": "ap-south-1"}) is None
+
+
 def test_a_family_without_sources_is_not_judged() -> None:
     assert load_catalog().hosting_regions("g4dn") is None
     spec = {
