@@ -15,7 +15,7 @@ Nothing is imported or installed: the wheel's .py files are read with zipfile an
   evaluated from the wheel's own literals (a ``**{...}`` splat is evaluated, without builtins,
   against the dicts already read). Each ``(module, class)`` is resolved to its ClassDef through
   the module's definitions, aliases and imports, and its bases are followed transitively. A class
-  implements an interface when SupportsEagle3 / SupportsMultiModal of
+  implements an interface when SupportsEagle3 / SupportsMultiModal / SupportsPP of
   vllm/model_executor/models/interfaces.py is among them. ``multimodal_architectures`` is the
   ``_MULTIMODAL_MODELS`` keys plus any architecture whose class has SupportsMultiModal.
 - Checks: ``raise`` statements whose message or enclosing ``if`` tests match a pattern, with the
@@ -181,6 +181,7 @@ def registry(wheel: Wheel) -> dict[str, dict[str, tuple[str, str]]]:
 def interfaces_of(wheel: Wheel, tables: dict[str, dict[str, tuple[str, str]]]) -> dict[str, Any]:
     archs = {arch: target for table in tables.values() for arch, target in table.items()}
     eagle3, multimodal, unresolved = set(), set(tables.get("_MULTIMODAL_MODELS", {})), set()
+    pipeline: set[str] = set()
     for arch, (module, cls) in sorted(archs.items()):
         found = lookup(wheel, module if module.startswith("vllm.") else f"{MODELS}.{module}", cls)
         if isinstance(found, str):
@@ -191,6 +192,8 @@ def interfaces_of(wheel: Wheel, tables: dict[str, dict[str, tuple[str, str]]]) -
             eagle3.add(arch)
         if f"{INTERFACES}.SupportsMultiModal" in names:
             multimodal.add(arch)
+        if f"{INTERFACES}.SupportsPP" in names:
+            pipeline.add(arch)
     defined = {n.name for n in getattr(wheel.tree(INTERFACES), "body", []) if isinstance(n, ast.ClassDef)}
     return {
         # What resolve_model_cls looks an architecture up in (self.models, built from _VLLM_MODELS): one
@@ -200,6 +203,8 @@ def interfaces_of(wheel: Wheel, tables: dict[str, dict[str, tuple[str, str]]]) -
         "eagle3_interface_defined": "SupportsEagle3" in defined,
         "eagle3_architectures": sorted(eagle3),
         "multimodal_architectures": sorted(multimodal),
+        # ModelConfig.verify_with_parallel_config refuses pipeline_parallel_size > 1 for any other class.
+        "pipeline_parallel_architectures": sorted(pipeline),
         "unresolved": sorted(unresolved),
     }
 
@@ -269,6 +274,17 @@ def eagle3_checks(wheel: Wheel) -> dict[str, Any]:
         "eagle3_interface_check_also_in": sorted(e["raised_in"] for e in interface[1:]),
         "eagle3_allowlist_check": allowlist[0] if allowlist else None,
     }
+
+
+def pipeline_parallel_check(wheel: Wheel) -> dict[str, str] | None:
+    """The raise refusing pipeline parallelism for a model class without SupportsPP."""
+    for path, source in sorted(wheel.sources.items()):
+        if not path.startswith("vllm/config") or "is_pp_supported_model" not in source:
+            continue
+        for item in events(path, source):
+            if "message" in item and "is_pp_supported_model" in item["condition"]:
+                return item
+    return None
 
 
 def multimodal_refusals(wheel: Wheel) -> list[dict[str, Any]]:
@@ -367,6 +383,7 @@ def probe(version: str, wheels_dir: Path) -> dict[str, Any]:
         **interfaces_of(wheel, registry(wheel)),
         **eagle3_checks(wheel),
         "multimodal_draft_refusals": multimodal_refusals(wheel),
+        "pipeline_parallel_check": pipeline_parallel_check(wheel),
         **min_capabilities(wheel),
     }
 
@@ -421,6 +438,13 @@ def catalog_projection(table: dict[str, Any]) -> dict[str, Any]:
             if record["eagle3_interface_check"]
             else None,
             "multimodal_architectures": record["multimodal_architectures"],
+            # Stored as the registered architectures without SupportsPP: the shorter list.
+            "architectures_without_pipeline_parallel": sorted(
+                set(record["registered_architectures"]) - set(record["pipeline_parallel_architectures"])
+            )
+            if record["pipeline_parallel_check"]
+            else None,
+            "pipeline_parallel_refusal": (record["pipeline_parallel_check"] or {}).get("message"),
             "registered_architectures": record["registered_architectures"],
             "transformers_backend_architectures": record["transformers_backend_architectures"],
             "quantization_min_capability": {

@@ -70,6 +70,29 @@ class ResolvedDeployment(BaseModel):
     def tensor_parallel_size(self) -> int:
         return int(self.engine.get("tensor_parallel_size", 1))
 
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return engine_parallel_size(self.engine, "pipeline_parallel_size")
+
+    @property
+    def data_parallel_size(self) -> int:
+        return engine_parallel_size(self.engine, "data_parallel_size")
+
+    @property
+    def world_size(self) -> int:
+        """GPUs one engine spans: tensor x pipeline x prefill-context parallel ranks, as vLLM's ParallelConfig
+        counts its world (the prefill-context factor exists from the release that has the flag)."""
+        return (
+            self.tensor_parallel_size
+            * self.pipeline_parallel_size
+            * engine_parallel_size(self.engine, "prefill_context_parallel_size")
+        )
+
+    @property
+    def gpus_used(self) -> int:
+        """GPUs the deployment occupies: each data-parallel rank runs its own engine on world_size GPUs."""
+        return self.world_size * self.data_parallel_size
+
     def engine_as_run(self, max_model_len: int | None = None) -> dict[str, Any]:
         """The engine settings (max_model_len replaced where given) with max_num_batched_tokens as vllm serve
         sizes it where the spec leaves it unset: what vLLM's profile run and scheduler use."""
@@ -90,6 +113,7 @@ class ResolvedDeployment(BaseModel):
             gpu_name=self.instance.gpu_name,
             gpu_memory_mib=self.instance.gpu.memory_mib,
             tensor_parallel_size=min(self.tensor_parallel_size, self.instance.gpu_count),
+            pipeline_parallel_size=self.pipeline_parallel_size,
             vllm_version=self.container.vllm_version if self.container is not None else None,
             overheads=load_catalog().vllm.memory_overheads,
         )
@@ -322,9 +346,25 @@ def _default_speculative_tokens(config: dict[str, Any], cat: Catalog, defaults: 
     )
 
 
-def _default_tensor_parallel(instance: InstanceType, model: ModelFacts | None) -> int:
-    # The largest degree that uses no more GPUs than the instance has and divides the attention heads.
-    for tp in range(instance.gpu_count, 0, -1):
+def engine_parallel_size(engine: dict[str, Any], key: str) -> int:
+    """A parallel size the spec sets (pipeline, data, prefill context), 1 where unset; a value that is not a
+    positive integer is SI502's to report, and counts as 1 here."""
+    value = engine.get(key, 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+def _other_parallel_sizes(engine: dict[str, Any]) -> int:
+    """The GPUs per tensor-parallel group: pipeline x data x prefill-context parallel sizes."""
+    product = 1
+    for key in ("pipeline_parallel_size", "data_parallel_size", "prefill_context_parallel_size"):
+        product *= engine_parallel_size(engine, key)
+    return product
+
+
+def _default_tensor_parallel(instance: InstanceType, model: ModelFacts | None, engine: dict[str, Any]) -> int:
+    # The largest degree that divides the attention heads and, with the pipeline, data and prefill-context
+    # parallel sizes the spec sets, uses no more GPUs than the instance has.
+    for tp in range(max(1, instance.gpu_count // _other_parallel_sizes(engine)), 0, -1):
         if model is None or model.num_attention_heads % tp == 0:
             return tp
     return 1
@@ -342,9 +382,12 @@ def _resolve_engine(
 ) -> dict[str, Any]:
     engine = spec.engine.given()
     if "tensor_parallel_size" not in engine and instance is not None:
-        tp = _default_tensor_parallel(instance, model)
+        tp = _default_tensor_parallel(instance, model, engine)
         engine["tensor_parallel_size"] = tp
-        defaults.append(f"engine.tensor_parallel_size={tp} (the instance's {instance.gpu_count} GPU(s))")
+        shared = "" if _other_parallel_sizes(engine) == 1 else ", shared with the other parallel sizes set"
+        defaults.append(
+            f"engine.tensor_parallel_size={tp} (the instance's {instance.gpu_count} GPU(s){shared})"
+        )
     if engine.get("dtype") in (None, "auto") and model is not None:
         dtype = model.dtype
         if dtype == "bfloat16" and instance is not None and not instance.gpu.bf16:
@@ -468,6 +511,7 @@ def _default_max_model_len(
             gpu_name=instance.gpu_name,
             gpu_memory_mib=instance.gpu.memory_mib,
             tensor_parallel_size=min(int(engine.get("tensor_parallel_size", 1)), instance.gpu_count),
+            pipeline_parallel_size=engine_parallel_size(engine, "pipeline_parallel_size"),
             vllm_version=container.vllm_version if container is not None else None,
             overheads=cat.vllm.memory_overheads,
         )

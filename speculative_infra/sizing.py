@@ -6,6 +6,7 @@ Per GPU, in MiB, the way vLLM budgets memory at start-up (docs/memory.md):
     KV cache   = budget - weights / TP - draft / draft TP - activation peak - non-torch memory - CUDA graphs
     one token  = 2 (K and V) x layers x KV heads per GPU x head_dim x bytes of kv_cache_dtype
 
+With pipeline parallelism, weights and layers are a bound on one stage's (stage_weights_mib, stage_layers).
 vLLM refuses to start when the KV cache cannot hold one sequence of max_model_len tokens. Sliding-window
 layers (gpt-oss) hold at most their window of each sequence. The overheads are constants with sources
 in the catalog (vllm.yaml memory_overheads); the calibration against real start-up logs is in
@@ -77,6 +78,25 @@ def weights_mib(model: ModelFacts, dtype_size: float) -> float:
         quantized = model.quantized_parameters_billion * 1e9
         return (quantized * bits / 8 + (params - quantized) * dtype_size) / MIB
     return params * bits / 8 / MIB
+
+
+def stage_layers(layers: int, pipeline_parallel_size: int) -> int:
+    """Layers of one pipeline stage, at most: vLLM's get_pp_indices gives each stage layers // pp and one
+    more to some stages, never to the last."""
+    return -(-layers // max(1, pipeline_parallel_size))
+
+
+def stage_weights_mib(model: ModelFacts, dtype_size: float, pipeline_parallel_size: int) -> float:
+    """The weights one pipeline stage holds, at most: the largest stage's share of the decoder layers plus one
+    vocabulary x hidden table (the first stage's embedding or the last's LM head, which the last keeps even
+    where the two are tied). Without pipeline parallelism: the whole checkpoint (weights_mib)."""
+    total = weights_mib(model, dtype_size)
+    pp = max(1, pipeline_parallel_size)
+    if pp == 1:
+        return total
+    table = (model.vocab_size or 0) * (model.hidden_size or 0) * dtype_size / MIB
+    layers_part = max(0.0, total - table * (1 if model.tie_word_embeddings else 2))
+    return layers_part * stage_layers(model.num_hidden_layers, pp) / model.num_hidden_layers + table
 
 
 def estimated_draft_mib(model: ModelFacts, parallel_drafting: bool) -> float:
@@ -214,9 +234,12 @@ def memory_plan(
     tensor_parallel_size: int,
     vllm_version: str | None,
     overheads: MemoryOverheads,
+    pipeline_parallel_size: int = 1,
 ) -> MemoryPlan:
-    """The plan for a deployment's engine args (dtype, kv_cache_dtype, gpu_memory_utilization) and draft."""
+    """The plan for a deployment's engine args (dtype, kv_cache_dtype, gpu_memory_utilization) and draft.
+    With pipeline parallelism it is the plan of a bound on every stage (stage_share)."""
     tp = max(1, tensor_parallel_size)
+    pp = max(1, pipeline_parallel_size)
     weight_bytes = dtype_bytes(engine.get("dtype"))
     kv_bytes = dtype_bytes(engine.get("kv_cache_dtype"), weight_bytes)
     has_checkpoint = bool(speculative and speculative.get("model"))
@@ -228,10 +251,11 @@ def memory_plan(
     if has_checkpoint:
         draft_layers = _DRAFT_LAYERS[bool(speculative and speculative.get("parallel_drafting"))]
     window_layers = model.sliding_window_layers if model.sliding_window else 0
+    full_layers = model.num_hidden_layers - window_layers
     return MemoryPlan(
         budget_mib=float(engine.get("gpu_memory_utilization") or overheads.default_gpu_memory_utilization)
         * gpu_memory_mib,
-        weights_mib=weights_mib(model, weight_bytes) / tp,
+        weights_mib=stage_weights_mib(model, weight_bytes, pp) / tp,
         draft_mib=draft_total / max(1, draft_tp),
         draft_estimated=estimated,
         overhead_mib=overhead_mib(
@@ -243,7 +267,7 @@ def memory_plan(
             vllm_version=vllm_version,
         ),
         token_bytes_per_layer=2 * kv_heads_per_gpu(model, tp) * model.head_dim * kv_bytes,
-        full_layers=model.num_hidden_layers - window_layers + draft_layers,
-        window_layers=window_layers,
+        full_layers=stage_layers(full_layers, pp) + draft_layers,
+        window_layers=stage_layers(window_layers, pp),
         window=model.sliding_window or 0,
     )

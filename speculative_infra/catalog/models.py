@@ -19,6 +19,7 @@ from speculative_infra.catalog.vllm_startup_checks import (
     BatchedTokensDefault,
     DraftingSlotChecks,
     MultimodalDraftRefusals,
+    ParallelWorldChecks,
     SchedulerChecks,
     SpeculativeMaxModelLenChecks,
 )
@@ -456,6 +457,7 @@ class VllmFacts(Fact):
     speculative_max_model_len_checks: SpeculativeMaxModelLenChecks
     transformers_backend: TransformersBackend
     drafting_slot_checks: DraftingSlotChecks
+    parallel_world_checks: ParallelWorldChecks
     compressed_tensors_fallbacks: SchemeFallbacks
 
     def speculative_tokens_default(

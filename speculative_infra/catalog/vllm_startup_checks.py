@@ -120,3 +120,23 @@ class SpeculativeMaxModelLenChecks(Sourced):
     methods_without_draft: frozenset[str]  # methods whose SpeculativeConfig skips the check
     draft_message: str  # vLLM's text, with {value} and {draft}
     target_message: str  # vLLM's text, with {value} and {target}
+
+
+class ParallelWorldChecks(Sourced):
+    """What ParallelConfig refuses when the engine's parallel world outgrows the node's GPUs. The world is
+    pipeline x tensor parallel ranks, times prefill-context parallel ranks from `prefill_context_since`;
+    data-parallel rank r takes the GPUs r x world to (r + 1) x world - 1, so dp x world GPUs in all."""
+
+    prefill_context_since: str
+    refusals: list[SchedulerCheck]  # {world} and {gpus} in the message
+    # Up to this release a world larger than the GPUs goes to Ray, whose placement group waits
+    # ray_placement_wait_s for GPUs the node does not have and then fails (or vLLM stops: no Ray).
+    ray_fallback_until: str
+    ray_placement_wait_s: int = Field(ge=1)
+    data_parallel_devices: str  # vLLM's function that hands a data-parallel rank its GPUs
+
+    def counts_prefill_context(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.prefill_context_since)
+
+    def refusal(self, release: str) -> SchedulerCheck | None:
+        return next((r for r in self.refusals if r.applies_to(release)), None)

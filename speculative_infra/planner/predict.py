@@ -98,6 +98,12 @@ def predict(
     cal = calibration or load_calibration()
     if d.instance is None or d.model is None or d.container is None:
         raise PlanNotPossible("the deployment has no known instance type, model or container")
+    if d.world_size != d.tensor_parallel_size or d.data_parallel_size != 1:
+        # Every run the model was fitted on is tensor parallel only (planner/planner_calibration.yaml).
+        raise PlanNotPossible(
+            "the planner models tensor parallelism only: none of the runs it was fitted on set "
+            "engine.pipeline_parallel_size, prefill_context_parallel_size or data_parallel_size"
+        )
     plan = d.memory_plan()
     assert plan is not None
     max_len = int(d.engine.get("max_model_len") or d.model.max_position_embeddings)

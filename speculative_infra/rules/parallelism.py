@@ -1,13 +1,18 @@
-"""Tensor parallelism rules."""
+"""Parallelism rules: tensor parallel ranks, and the whole world of ranks (pipeline, data, prefill context)
+against the GPUs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
+from speculative_infra.catalog.vllm_startup_checks import ParallelWorldChecks
+from speculative_infra.resolve import ResolvedDeployment, engine_parallel_size
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
+from speculative_infra.rules.model_registry import loaded_class
 
 
 @rule(
@@ -61,13 +66,137 @@ def tensor_parallel_divides_heads(d: ResolvedDeployment) -> Iterator[Violation]:
 )
 def tensor_parallel_uses_all_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
     # Inference components place several copies on one instance: fewer GPUs per copy is the point.
-    if d.instance is None or d.tensor_parallel_size >= d.instance.gpu_count:
+    if d.instance is None or d.gpus_used >= d.instance.gpu_count:
         return
     if d.endpoint_kind == "inference_component":
         return
+    uses = f"tensor_parallel_size {d.tensor_parallel_size}"
+    if d.gpus_used != d.tensor_parallel_size:
+        uses = f"the parallel sizes ({_layout(d)})"
     yield Violation(
-        message=f"tensor_parallel_size {d.tensor_parallel_size} uses {d.tensor_parallel_size} of the "
+        message=f"{uses} use {d.gpus_used} of the "
         f"{d.instance.gpu_count} GPUs of {d.instance.name}; the others stay idle",
         fix=f"raise engine.tensor_parallel_size to {d.instance.gpu_count} if the heads allow, or pick a smaller instance",
         field="engine.tensor_parallel_size",
+    )
+
+
+def _layout(d: ResolvedDeployment) -> str:
+    """The parallel sizes the spec sets, as `tensor 2 x pipeline 2`."""
+    parts = [f"tensor {d.tensor_parallel_size}"]
+    for key, label in _OTHER_SIZES:
+        value = engine_parallel_size(d.engine, key)
+        if value != 1:
+            parts.append(f"{label} {value}")
+    return " x ".join(parts)
+
+
+_OTHER_SIZES = (
+    ("pipeline_parallel_size", "pipeline"),
+    ("prefill_context_parallel_size", "prefill context"),
+    ("data_parallel_size", "data"),
+)
+
+
+@rule(
+    code="SI313",
+    name="parallel-ranks-within-gpus",
+    severity=Severity.ERROR,
+    title="Tensor x pipeline x prefill-context x data parallel ranks fit the GPUs",
+    rationale="vLLM runs one process per rank, one GPU each: ParallelConfig refuses a world (pipeline x tensor "
+    "x prefill-context parallel ranks) larger than the node's GPUs, and each data-parallel rank takes a "
+    "world of GPUs of its own.",
+)
+def parallel_ranks_within_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.instance is None or d.tensor_parallel_size > d.instance.gpu_count:
+        return  # SI310 says it for the tensor-parallel size alone
+    gpus, where = d.instance.gpu_count, f"the {d.instance.gpu_count} GPU(s) of {d.instance.name}"
+    if d.endpoint_kind == "inference_component":
+        # The component asks SageMaker for tensor_parallel_size accelerators: all its container sees.
+        gpus, where = (
+            d.tensor_parallel_size,
+            f"the {d.tensor_parallel_size} accelerator(s) the inference component requests (its tensor_parallel_size)",
+        )
+    if d.gpus_used <= gpus:
+        return
+    checks = load_catalog().vllm.parallel_world_checks
+    release = d.container.vllm_version if d.container is not None else None
+    world = d.world_size
+    if release is not None and not checks.counts_prefill_context(release):
+        world = d.tensor_parallel_size * d.pipeline_parallel_size
+    if world > gpus:
+        key = "pipeline_parallel_size" if d.pipeline_parallel_size > 1 else "prefill_context_parallel_size"
+        others = world // engine_parallel_size(d.engine, key)  # the world without this size
+        fix = f"set engine.{key} to at most {gpus // others}" if gpus // others >= 1 else ""
+        yield Violation(
+            message=f"{_layout(d)} makes a world of {world} ranks, one GPU each, on {where}; "
+            + _world_refusal(checks, release, world, gpus),
+            fix=(fix + ", or lower engine.tensor_parallel_size").lstrip(", "),
+            field=f"engine.{key}",
+        )
+        return
+    first_missing = gpus // world  # the first data-parallel rank whose GPUs do not exist
+    yield Violation(
+        message=f"{_layout(d)} needs {d.gpus_used} GPUs, {d.data_parallel_size} data-parallel ranks of "
+        f"{world} each, on {where}; vLLM gives data-parallel rank r the GPUs r x {world} to "
+        f"(r + 1) x {world} - 1 ({checks.data_parallel_devices}), so rank {first_missing}'s GPUs do not "
+        "exist and its engine cannot start",
+        fix=f"set engine.data_parallel_size to at most {max(1, gpus // world)}",
+        field="engine.data_parallel_size",
+    )
+
+
+@rule(
+    code="SI314",
+    name="pipeline-parallel-model-supported",
+    severity=Severity.ERROR,
+    title="pipeline_parallel_size above 1 only for a model class that implements vLLM's SupportsPP",
+    rationale="ModelConfig.verify_with_parallel_config stops the engine when pipeline parallelism meets a "
+    "model class without the SupportsPP interface. Which architectures implement it is read from each "
+    "release's wheel.",
+)
+def pipeline_parallel_model_supported(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.pipeline_parallel_size <= 1 or d.vllm_release is None or d.model is None:
+        return
+    release = d.vllm_release.vllm_version
+    known = load_vllm_model_interfaces().releases
+    interfaces = known.get(release)
+    if interfaces is None:
+        return
+    arch, fallback = loaded_class(d, release)
+    if interfaces.supports_pipeline_parallel(arch) is not False:
+        return
+    framework = d.container.framework if d.container is not None else "vllm"
+    later = [
+        v
+        for v in load_catalog().container_vllm_versions(framework)
+        if version_tuple(v) > version_tuple(release)
+        and v in known
+        and known[v].supports_pipeline_parallel(loaded_class(d, v)[0])
+    ]
+    loads_as = (
+        f"{d.model.architecture} is not registered, so {d.model_id} loads as the Transformers backend's {arch}"
+        if fallback
+        else f"{arch} (the class {d.model_id} loads as)"
+    )
+    yield Violation(
+        message=f"in vLLM {release}, {loads_as} does not implement SupportsPP: with pipeline_parallel_size "
+        f"{d.pipeline_parallel_size} vLLM stops at start-up with '{interfaces.pipeline_parallel_refusal}' "
+        f"(read from {interfaces.wheel})",
+        fix="set engine.pipeline_parallel_size to 1 and split the model with engine.tensor_parallel_size"
+        + (f", or use a container with vLLM {later[0]} or newer, where it implements it" if later else ""),
+        field="engine.pipeline_parallel_size",
+    )
+
+
+def _world_refusal(checks: ParallelWorldChecks, release: str | None, world: int, gpus: int) -> str:
+    if release is None:
+        return "vLLM refuses a world larger than the node's GPUs"
+    refusal = checks.refusal(release)
+    if refusal is not None:
+        return f'vLLM {release} refuses it at start-up: "{refusal.message.format(world=world, gpus=gpus)}"'
+    return (
+        f"vLLM {release} hands such a world to Ray, whose placement group waits "
+        f"{checks.ray_placement_wait_s} s for {world} GPUs the node does not have and then fails "
+        '("Cannot provide a placement group ..."); without Ray installed it stops at once ("Unable to load Ray")'
     )

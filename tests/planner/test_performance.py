@@ -177,3 +177,14 @@ def test_a_step_reads_only_its_rows_of_an_untied_input_embedding():
     # shares it: about 2% more bytes per memory-bound step
     ratio = per_request(untied, 1) / per_request(tied, 1)
     assert 1.01 < ratio < 1.04
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [{"pipeline_parallel_size": 2}, {"data_parallel_size": 2}, {"prefill_context_parallel_size": 2}],
+)
+def test_layouts_beyond_tensor_parallelism_are_not_predicted(engine):
+    # None of the fitted runs used them: the planner says so rather than predicting a TP-only figure.
+    d = resolved({"instance_type": "ml.g6e.12xlarge", "engine": {"tensor_parallel_size": 2, **engine}})
+    with pytest.raises(PlanNotPossible, match="tensor parallelism only"):
+        predict(d, CHAT, concurrency=[1])

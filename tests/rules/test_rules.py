@@ -278,6 +278,19 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI310": ({}, {"engine": {"tensor_parallel_size": 2}}),
     "SI311": ({**G5_QWEN14B}, {**G5_QWEN14B, "engine": {"tensor_parallel_size": 3}}),
     "SI312": ({**G5_QWEN14B}, {**G5_QWEN14B, "engine": {"tensor_parallel_size": 2}}),
+    "SI314": (
+        {"engine": {"pipeline_parallel_size": 1}},
+        {
+            "model": {**UNKNOWN_MISTRAL, "architecture": "Zamba2ForCausalLM", "model_type": "zamba2"},
+            "speculative": None,
+            "instance_type": "ml.g6e.12xlarge",
+            "engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2},
+        },
+    ),
+    "SI313": (
+        {**G5_QWEN14B, "engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}},
+        {**G5_QWEN14B, "engine": {"tensor_parallel_size": 4, "pipeline_parallel_size": 2}},
+    ),
     "SI320": ({}, {"engine": {"max_model_len": 50000}}),
     "SI330": (
         {"model": UNKNOWN_MISTRAL, "speculative": None},
