@@ -182,12 +182,18 @@ def interfaces_of(wheel: Wheel, tables: dict[str, dict[str, tuple[str, str]]]) -
     archs = {arch: target for table in tables.values() for arch, target in table.items()}
     eagle3, multimodal, unresolved = set(), set(tables.get("_MULTIMODAL_MODELS", {})), set()
     pipeline: set[str] = set()
+    pipeline_unknown: set[str] = set()
     for arch, (module, cls) in sorted(archs.items()):
         found = lookup(wheel, module if module.startswith("vllm.") else f"{MODELS}.{module}", cls)
         if isinstance(found, str):
             unresolved.add(f"{arch}: {found}")
+            pipeline_unknown.add(arch)
             continue
-        names = ancestors(wheel, found, unresolved)
+        missing: set[str] = set()
+        names = ancestors(wheel, found, missing)
+        unresolved |= missing
+        if missing:
+            pipeline_unknown.add(arch)  # a base not followed may carry SupportsPP
         if f"{INTERFACES}.SupportsEagle3" in names:
             eagle3.add(arch)
         if f"{INTERFACES}.SupportsMultiModal" in names:
@@ -205,6 +211,7 @@ def interfaces_of(wheel: Wheel, tables: dict[str, dict[str, tuple[str, str]]]) -
         "multimodal_architectures": sorted(multimodal),
         # ModelConfig.verify_with_parallel_config refuses pipeline_parallel_size > 1 for any other class.
         "pipeline_parallel_architectures": sorted(pipeline),
+        "pipeline_parallel_unresolved": sorted(pipeline_unknown),
         "unresolved": sorted(unresolved),
     }
 
@@ -438,9 +445,12 @@ def catalog_projection(table: dict[str, Any]) -> dict[str, Any]:
             if record["eagle3_interface_check"]
             else None,
             "multimodal_architectures": record["multimodal_architectures"],
-            # Stored as the registered architectures without SupportsPP: the shorter list.
+            # Stored as the registered architectures without SupportsPP (the shorter list), leaving out those
+            # whose bases the reading could not follow: not judged.
             "architectures_without_pipeline_parallel": sorted(
-                set(record["registered_architectures"]) - set(record["pipeline_parallel_architectures"])
+                set(record["registered_architectures"])
+                - set(record["pipeline_parallel_architectures"])
+                - set(record["pipeline_parallel_unresolved"])
             )
             if record["pipeline_parallel_check"]
             else None,

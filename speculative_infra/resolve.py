@@ -13,9 +13,11 @@ from pydantic import BaseModel, ConfigDict
 
 from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
+from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.host_fit import choose_batch_host, choose_host
+from speculative_infra.human_int import parses_as_int
 from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
 from speculative_infra.spec import DeploymentSpec, EngineArgs
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
@@ -89,9 +91,16 @@ class ResolvedDeployment(BaseModel):
         )
 
     @property
+    def local_data_parallel_size(self) -> int:
+        """Data-parallel ranks on this node: data_parallel_size_local where set, else data_parallel_size
+        (vLLM's default for one node)."""
+        local = engine_parallel_value(self.engine, "data_parallel_size_local")
+        return local if local is not None and local >= 1 else self.data_parallel_size
+
+    @property
     def gpus_used(self) -> int:
         """GPUs the deployment occupies: each data-parallel rank runs its own engine on world_size GPUs."""
-        return self.world_size * self.data_parallel_size
+        return self.world_size * self.local_data_parallel_size
 
     def engine_as_run(self, max_model_len: int | None = None) -> dict[str, Any]:
         """The engine settings (max_model_len replaced where given) with max_num_batched_tokens as vllm serve
@@ -113,7 +122,7 @@ class ResolvedDeployment(BaseModel):
             gpu_name=self.instance.gpu_name,
             gpu_memory_mib=self.instance.gpu.memory_mib,
             tensor_parallel_size=min(self.tensor_parallel_size, self.instance.gpu_count),
-            pipeline_parallel_size=self.pipeline_parallel_size,
+            pipeline_parallel_size=_stages_split(self.engine, self.model, self.container),
             vllm_version=self.container.vllm_version if self.container is not None else None,
             overheads=load_catalog().vllm.memory_overheads,
         )
@@ -346,11 +355,33 @@ def _default_speculative_tokens(config: dict[str, Any], cat: Catalog, defaults: 
     )
 
 
+def engine_parallel_value(engine: dict[str, Any], key: str) -> int | None:
+    """A parallel size as vLLM's command line reads it (int(): 2 or "2"); None where unset or unreadable
+    (SI502 reports a value that is not an integer)."""
+    value = engine.get(key)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return int(value) if isinstance(value, str) and parses_as_int(value) else None
+
+
 def engine_parallel_size(engine: dict[str, Any], key: str) -> int:
-    """A parallel size the spec sets (pipeline, data, prefill context), 1 where unset; a value that is not a
-    positive integer is SI502's to report, and counts as 1 here."""
-    value = engine.get(key, 1)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+    """A parallel size the spec sets (pipeline, data, prefill context), 1 where unset; one below 1 is SI313's
+    to report, and counts as 1 here."""
+    value = engine_parallel_value(engine, key)
+    return value if value is not None and value >= 1 else 1
+
+
+def _stages_split(engine: dict[str, Any], model: ModelFacts, container: ContainerImage | None) -> int:
+    """The pipeline size the memory model splits layers by: 1 for a multimodal architecture, whose encoders
+    vLLM builds on every stage (their size is not in the facts), so the whole model is counted."""
+    stages = engine_parallel_size(engine, "pipeline_parallel_size")
+    release = container.vllm_version if container is not None else None
+    interfaces = load_vllm_model_interfaces().releases.get(release or "")
+    if stages > 1 and interfaces is not None and model.architecture in interfaces.multimodal_architectures:
+        return 1
+    return stages
 
 
 def _other_parallel_sizes(engine: dict[str, Any]) -> int:
@@ -511,7 +542,7 @@ def _default_max_model_len(
             gpu_name=instance.gpu_name,
             gpu_memory_mib=instance.gpu.memory_mib,
             tensor_parallel_size=min(int(engine.get("tensor_parallel_size", 1)), instance.gpu_count),
-            pipeline_parallel_size=engine_parallel_size(engine, "pipeline_parallel_size"),
+            pipeline_parallel_size=_stages_split(engine, model, container),
             vllm_version=container.vllm_version if container is not None else None,
             overheads=cat.vllm.memory_overheads,
         )

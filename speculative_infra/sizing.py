@@ -95,7 +95,9 @@ def stage_weights_mib(model: ModelFacts, dtype_size: float, pipeline_parallel_si
     if pp == 1:
         return total
     table = (model.vocab_size or 0) * (model.hidden_size or 0) * dtype_size / MIB
-    layers_part = max(0.0, total - table * (1 if model.tie_word_embeddings else 2))
+    layers_part = total - table * (1 if model.tie_word_embeddings else 2)
+    if layers_part <= 0:
+        return total  # facts that do not add up: no split is claimed
     return layers_part * stage_layers(model.num_hidden_layers, pp) / model.num_hidden_layers + table
 
 

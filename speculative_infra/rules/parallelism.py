@@ -9,7 +9,7 @@ from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_startup_checks import ParallelWorldChecks
-from speculative_infra.resolve import ResolvedDeployment, engine_parallel_size
+from speculative_infra.resolve import ResolvedDeployment, engine_parallel_size, engine_parallel_value
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.model_registry import loaded_class
@@ -70,13 +70,14 @@ def tensor_parallel_uses_all_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     if d.endpoint_kind == "inference_component":
         return
-    uses = f"tensor_parallel_size {d.tensor_parallel_size}"
+    uses = f"tensor_parallel_size {d.tensor_parallel_size} uses"
     if d.gpus_used != d.tensor_parallel_size:
-        uses = f"the parallel sizes ({_layout(d)})"
+        uses = f"the parallel sizes ({_layout(d)}) use"
+    per_tensor_group = d.gpus_used // d.tensor_parallel_size  # the other sizes' ranks
     yield Violation(
-        message=f"{uses} use {d.gpus_used} of the "
-        f"{d.instance.gpu_count} GPUs of {d.instance.name}; the others stay idle",
-        fix=f"raise engine.tensor_parallel_size to {d.instance.gpu_count} if the heads allow, or pick a smaller instance",
+        message=f"{uses} {d.gpus_used} of the {d.instance.gpu_count} GPUs of {d.instance.name}; the others stay idle",
+        fix=f"raise engine.tensor_parallel_size to {d.instance.gpu_count // per_tensor_group} if the heads "
+        "allow, or pick a smaller instance",
         field="engine.tensor_parallel_size",
     )
 
@@ -108,42 +109,63 @@ _OTHER_SIZES = (
     "world of GPUs of its own.",
 )
 def parallel_ranks_within_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
-    if d.instance is None or d.tensor_parallel_size > d.instance.gpu_count:
+    below_one = [
+        (k, v) for k in _RANK_KEYS if (v := engine_parallel_value(d.engine, k)) is not None and v < 1
+    ]
+    for key, value in below_one:
+        yield Violation(
+            message=f"engine.{key} is {value}; allowed: an integer of at least 1 (the number of such ranks)",
+            fix=f"set engine.{key} to 1 or more, or leave it out",
+            field=f"engine.{key}",
+        )
+    if below_one or d.instance is None or d.tensor_parallel_size > d.instance.gpu_count:
         return  # SI310 says it for the tensor-parallel size alone
     gpus, where = d.instance.gpu_count, f"the {d.instance.gpu_count} GPU(s) of {d.instance.name}"
-    if d.endpoint_kind == "inference_component":
+    component = d.endpoint_kind == "inference_component"
+    if component:
         # The component asks SageMaker for tensor_parallel_size accelerators: all its container sees.
-        gpus, where = (
-            d.tensor_parallel_size,
-            f"the {d.tensor_parallel_size} accelerator(s) the inference component requests (its tensor_parallel_size)",
-        )
-    if d.gpus_used <= gpus:
-        return
+        gpus = d.tensor_parallel_size
+        where = f"the {gpus} accelerator(s) the inference component requests (its tensor_parallel_size)"
     checks = load_catalog().vllm.parallel_world_checks
     release = d.container.vllm_version if d.container is not None else None
     world = d.world_size
     if release is not None and not checks.counts_prefill_context(release):
-        world = d.tensor_parallel_size * d.pipeline_parallel_size
+        world = d.tensor_parallel_size * d.pipeline_parallel_size  # SI500 refuses the flag there
+    ranks = d.local_data_parallel_size
+    if world * ranks <= gpus:
+        return
     if world > gpus:
         key = "pipeline_parallel_size" if d.pipeline_parallel_size > 1 else "prefill_context_parallel_size"
-        others = world // engine_parallel_size(d.engine, key)  # the world without this size
-        fix = f"set engine.{key} to at most {gpus // others}" if gpus // others >= 1 else ""
+        allowed = gpus // (world // engine_parallel_size(d.engine, key) * ranks)
+        fix = f"set engine.{key} to at most {allowed}"
+        if allowed < 1:  # the other sizes alone fill the GPUs
+            fix = (
+                "set engine.pipeline_parallel_size, prefill_context_parallel_size and data_parallel_size to 1"
+            )
         yield Violation(
             message=f"{_layout(d)} makes a world of {world} ranks, one GPU each, on {where}; "
-            + _world_refusal(checks, release, world, gpus),
-            fix=(fix + ", or lower engine.tensor_parallel_size").lstrip(", "),
+            + _world_refusal(checks, release, world, gpus, d.engine.get("distributed_executor_backend")),
+            fix=fix if component else f"{fix}, or lower engine.tensor_parallel_size",
             field=f"engine.{key}",
         )
         return
-    first_missing = gpus // world  # the first data-parallel rank whose GPUs do not exist
+    key = "data_parallel_size_local" if "data_parallel_size_local" in d.engine else "data_parallel_size"
     yield Violation(
-        message=f"{_layout(d)} needs {d.gpus_used} GPUs, {d.data_parallel_size} data-parallel ranks of "
-        f"{world} each, on {where}; vLLM gives data-parallel rank r the GPUs r x {world} to "
-        f"(r + 1) x {world} - 1 ({checks.data_parallel_devices}), so rank {first_missing}'s GPUs do not "
-        "exist and its engine cannot start",
-        fix=f"set engine.data_parallel_size to at most {max(1, gpus // world)}",
-        field="engine.data_parallel_size",
+        message=f"{_layout(d)} needs {world * ranks} GPUs, {ranks} data-parallel ranks of {world} each, on "
+        f"{where}; vLLM gives data-parallel rank r the GPUs r x {world} to (r + 1) x {world} - 1 "
+        f"({checks.data_parallel_devices}), so rank {gpus // world}'s GPUs do not exist and its engine "
+        "cannot start",
+        fix=f"set engine.{key} to at most {gpus // world}",
+        field=f"engine.{key}",
     )
+
+
+_RANK_KEYS = (
+    "pipeline_parallel_size",
+    "prefill_context_parallel_size",
+    "data_parallel_size",
+    "data_parallel_size_local",
+)
 
 
 @rule(
@@ -189,14 +211,23 @@ def pipeline_parallel_model_supported(d: ResolvedDeployment) -> Iterator[Violati
     )
 
 
-def _world_refusal(checks: ParallelWorldChecks, release: str | None, world: int, gpus: int) -> str:
+def _world_refusal(
+    checks: ParallelWorldChecks, release: str | None, world: int, gpus: int, backend: object
+) -> str:
+    ray = (
+        f"hands such a world to Ray, whose placement group waits {checks.ray_placement_wait_s} s for {world} "
+        'GPUs the node does not have and then fails ("Cannot provide a placement group ...")'
+    )
+    if backend == "ray":  # vLLM checks the GPU count only where it picks the executor itself
+        return f"with distributed_executor_backend ray, vLLM {ray}"
+    if backend is not None:
+        return (
+            f"with distributed_executor_backend {str(backend)[:40]!r} vLLM skips its GPU-count check, and the "
+            "ranks beyond the node's GPUs find no device, so the engine cannot start"
+        )
     if release is None:
         return "vLLM refuses a world larger than the node's GPUs"
     refusal = checks.refusal(release)
     if refusal is not None:
         return f'vLLM {release} refuses it at start-up: "{refusal.message.format(world=world, gpus=gpus)}"'
-    return (
-        f"vLLM {release} hands such a world to Ray, whose placement group waits "
-        f"{checks.ray_placement_wait_s} s for {world} GPUs the node does not have and then fails "
-        '("Cannot provide a placement group ..."); without Ray installed it stops at once ("Unable to load Ray")'
-    )
+    return f'vLLM {release} {ray}; without Ray installed it stops at once ("Unable to load Ray")'

@@ -140,14 +140,68 @@ def test_prefill_context_ranks_count_only_where_the_release_counts_them() -> Non
         {"tensor_parallel_size": 4, "prefill_context_parallel_size": 2},
         {"tensor_parallel_size": 2, "data_parallel_size": 3},
         {"tensor_parallel_size": 2, "data_parallel_size": 4},
+        {"tensor_parallel_size": 2, "pipeline_parallel_size": 4, "data_parallel_size": 2},
+        {"tensor_parallel_size": 4, "pipeline_parallel_size": 4, "prefill_context_parallel_size": 4},
+        {"tensor_parallel_size": 2, "data_parallel_size": 2, "data_parallel_size_local": 3},
     ],
 )
 def test_the_suggested_fix_passes_every_error_rule(engine: dict[str, Any]) -> None:
     found = _findings(engine)["SI313"]
     key = found.field.removeprefix("engine.")
-    value = int(found.fix.split("at most ")[1].split(",")[0])
-    fixed = check(deep_merge(REFERENCE_SPEC, {**FOUR_GPUS, "engine": {**engine, key: value}}))
+    if "at most " in found.fix:
+        changes = {key: int(found.fix.split("at most ")[1].split(",")[0])}
+    else:
+        assert found.fix.startswith("set engine.pipeline_parallel_size, prefill_context_parallel_size and ")
+        changes = dict.fromkeys(
+            ("pipeline_parallel_size", "prefill_context_parallel_size", "data_parallel_size"), 1
+        )
+    fixed = check(deep_merge(REFERENCE_SPEC, {**FOUR_GPUS, "engine": {**engine, **changes}}))
     assert [f.code for f in fixed.findings if f.severity.value == "error"] == []
+
+
+@pytest.mark.parametrize("value", [2, "2", " 2"])
+def test_a_size_is_read_as_vllm_s_command_line_reads_it(value: Any) -> None:
+    assert "SI313" in _findings({"tensor_parallel_size": 4, "pipeline_parallel_size": value})
+
+
+@pytest.mark.parametrize(
+    "key", ["pipeline_parallel_size", "data_parallel_size", "prefill_context_parallel_size"]
+)
+@pytest.mark.parametrize("value", [0, -2, "-1"])
+def test_a_size_below_one_is_named(key: str, value: Any) -> None:
+    found = _findings({"tensor_parallel_size": 2, key: value})["SI313"]
+    assert (
+        found.field == f"engine.{key}"
+        and "at least 1" in found.message
+        and str(value).strip() in found.message
+    )
+
+
+def test_a_prefill_context_size_before_the_release_that_counts_it_is_not_a_data_parallel_error() -> None:
+    found = _findings({"tensor_parallel_size": 4, "prefill_context_parallel_size": 2}, "0.11.2")
+    assert "SI500" in found and "SI313" not in found
+
+
+def test_the_local_data_parallel_size_is_the_one_on_this_node() -> None:
+    # data_parallel_size_local sets how many ranks start here (the rest would run on other nodes).
+    assert "SI313" not in _findings(
+        {"tensor_parallel_size": 2, "data_parallel_size": 4, "data_parallel_size_local": 2}
+    )
+    found = _findings({"tensor_parallel_size": 2, "data_parallel_size": 2, "data_parallel_size_local": 3})[
+        "SI313"
+    ]
+    assert found.field == "engine.data_parallel_size_local" and "at most 2" in found.fix
+
+
+@pytest.mark.parametrize(
+    ("backend", "words"),
+    [("ray", "waits 1800 s"), ("mp", "skips its GPU-count check"), (None, "World size (8) is larger")],
+)
+def test_a_named_executor_skips_vllm_s_own_check(backend: str | None, words: str) -> None:
+    engine = {"tensor_parallel_size": 4, "pipeline_parallel_size": 2}
+    if backend is not None:
+        engine["distributed_executor_backend"] = backend
+    assert words in _findings(engine)["SI313"].message
 
 
 def test_the_inference_component_sees_the_accelerators_it_requests() -> None:
@@ -158,6 +212,10 @@ def test_the_inference_component_sees_the_accelerators_it_requests() -> None:
     lmi = check(deep_merge(spec, {"engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}))
     found = next(f for f in lmi.findings if f.code == "SI313")
     assert "the 2 accelerator(s) the inference component requests" in found.message
+    # Lowering tensor_parallel_size lowers the accelerators with it: the fix does not offer it.
+    assert found.fix == "set engine.pipeline_parallel_size to at most 1"
+    fixed = check(deep_merge(spec, {"engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 1}}))
+    assert "SI313" not in {f.code for f in fixed.findings}
 
 
 def test_idle_gpus_count_every_rank() -> None:
@@ -165,6 +223,11 @@ def test_idle_gpus_count_every_rank() -> None:
     assert "SI312" not in _findings({"tensor_parallel_size": 1, "data_parallel_size": 4})
     idle = _findings({"tensor_parallel_size": 1, "data_parallel_size": 2})["SI312"]
     assert "tensor 1 x data 2" in idle.message and "use 2 of the 4 GPUs" in idle.message
+    # Its fix leaves room for the data-parallel ranks: 2 x 2 fills the 4 GPUs.
+    assert "raise engine.tensor_parallel_size to 2 " in idle.fix
+    assert "SI313" not in _findings({"tensor_parallel_size": 2, "data_parallel_size": 2})
+    alone = _findings({"tensor_parallel_size": 2})["SI312"]
+    assert alone.message.startswith("tensor_parallel_size 2 uses 2 of the 4 GPUs")
 
 
 def test_the_default_tensor_parallel_size_leaves_room_for_the_other_ranks() -> None:
@@ -181,15 +244,45 @@ def test_a_pipeline_stage_holds_its_share_of_the_layers_and_one_vocabulary_table
     assert model is not None and model.vocab_size and model.hidden_size
     whole = weights_mib(model, 2)
     assert stage_weights_mib(model, 2, 1) == whole
-    table = model.vocab_size * model.hidden_size * 2 / 2**20
-    tables = table * (1 if model.tie_word_embeddings else 2)
-    half = (whole - tables) * stage_layers(model.num_hidden_layers, 2) / model.num_hidden_layers + table
-    assert stage_weights_mib(model, 2, 2) == pytest.approx(half)
     # Untied, an even split halves it exactly: the first stage's embedding weighs what the last's head does.
     assert not model.tie_word_embeddings and stage_weights_mib(model, 2, 2) == pytest.approx(whole / 2)
     # Tied, the last stage still loads its own head: more than half.
     tied = model.model_copy(update={"tie_word_embeddings": True})
     assert weights_mib(tied, 2) / 2 < stage_weights_mib(tied, 2, 2) < weights_mib(tied, 2)
+    # More stages, less per stage, never below an even share of the whole.
+    for stages in (2, 3, 4, 8):
+        assert (
+            whole / stages <= stage_weights_mib(model, 2, stages) <= stage_weights_mib(model, 2, stages - 1)
+        )
+    # Facts whose tables outweigh the checkpoint claim no split.
+    odd = model.model_copy(update={"weights_gb": 0.5})
+    assert stage_weights_mib(odd, 2, 4) == weights_mib(odd, 2)
+
+
+def test_a_multimodal_target_is_counted_whole_on_each_stage() -> None:
+    # vLLM builds a multimodal model's encoders on every stage; their size is not in the facts.
+    spec = {
+        **FOUR_GPUS,
+        "model": {
+            "id": "acme/vl-8b",
+            "architecture": "Qwen2_5_VLForConditionalGeneration",
+            "model_type": "qwen2_5_vl",
+            "parameters_billion": 8.3,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 28,
+            "num_key_value_heads": 4,
+            "head_dim": 128,
+            "max_position_embeddings": 32768,
+        },
+        "speculative": None,
+    }
+    flat = check(deep_merge(REFERENCE_SPEC, {**spec, "engine": {"tensor_parallel_size": 2}})).deployment
+    staged = check(
+        deep_merge(
+            REFERENCE_SPEC, {**spec, "engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}
+        )
+    ).deployment
+    assert flat.memory_plan() is not None and flat.memory_plan() == staged.memory_plan()
 
 
 def test_the_memory_plan_splits_layers_across_stages() -> None:

@@ -45,6 +45,17 @@ def test_the_documented_pipeline_parallel_architectures_are_allowed() -> None:
     assert refused == DOCUMENTED_BUT_REFUSED
 
 
+def test_architectures_whose_bases_the_reading_could_not_follow_are_not_judged() -> None:
+    releases = load_vllm_model_interfaces().releases
+    for version, record in WHEELS.items():
+        without = releases[version].architectures_without_pipeline_parallel or frozenset()
+        assert not without & set(record["pipeline_parallel_unresolved"]), version
+    # LlamaBidirectionalModel (0.30.0 on) is built by as_embedding_model(LlamaForCausalLM), a call the
+    # reading does not follow.
+    assert "LlamaBidirectionalModel" in WHEELS["0.33.0"]["pipeline_parallel_unresolved"]
+    assert releases["0.33.0"].supports_pipeline_parallel("LlamaBidirectionalModel") is not False
+
+
 def test_the_documented_exception_lacks_the_interface_in_every_release() -> None:
     for version, record in WHEELS.items():
         for arch in DOCUMENTED_BUT_REFUSED & set(record["registered_architectures"]):
@@ -110,11 +121,13 @@ def test_an_unregistered_architecture_is_judged_by_the_transformers_backend_clas
     assert _si314(unregistered, {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}) is None
 
 
-@pytest.mark.parametrize("value", [1, "2", None])
-def test_values_other_than_an_integer_above_one_ask_nothing(value: Any) -> None:
-    # A string is SI502's to report; pipeline parallelism is off unless the value is an integer above 1.
+@pytest.mark.parametrize(
+    ("value", "refused"), [(1, False), (None, False), (2, True), ("2", True), (" 2 ", True)]
+)
+def test_a_size_is_read_as_vllm_s_command_line_reads_it(value: Any, refused: bool) -> None:
+    # vLLM reads an integer flag with int(): "2" is 2 (the container passes strings anyway).
     engine = {"tensor_parallel_size": 2} | ({} if value is None else {"pipeline_parallel_size": value})
-    assert _si314(ZAMBA2, engine) is None
+    assert (_si314(ZAMBA2, engine) is not None) == refused
 
 
 def test_the_backend_class_decides_and_the_fix_names_a_release_that_allows_it(monkeypatch) -> None:
