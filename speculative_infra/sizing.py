@@ -239,7 +239,7 @@ def memory_plan(
     pipeline_parallel_size: int = 1,
 ) -> MemoryPlan:
     """The plan for a deployment's engine args (dtype, kv_cache_dtype, gpu_memory_utilization) and draft.
-    With pipeline parallelism it is the plan of a bound on every stage (stage_share)."""
+    With pipeline parallelism it is the plan of a bound on every stage (stage_weights_mib, stage_layers)."""
     tp = max(1, tensor_parallel_size)
     pp = max(1, pipeline_parallel_size)
     weight_bytes = dtype_bytes(engine.get("dtype"))
