@@ -3,11 +3,11 @@ through vLLM's Transformers backend, which works only where transformers has a c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
-from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
+from speculative_infra.catalog.vllm_model_interfaces import ReleaseModelInterfaces, load_vllm_model_interfaces
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -31,6 +31,21 @@ def loaded_class(d: ResolvedDeployment, release: str) -> tuple[str, bool]:
     if impl == "auto" and d.model.architecture not in interfaces.registered_architectures:
         return backend, True
     return d.model.architecture, False
+
+
+def later_releases_allowing(
+    d: ResolvedDeployment, release: str, allows: Callable[[ReleaseModelInterfaces, str], bool]
+) -> list[str]:
+    """Catalog container releases after `release` whose interfaces allow the class the target loads as there."""
+    known = load_vllm_model_interfaces().releases
+    framework = d.container.framework if d.container is not None else "vllm"
+    return [
+        v
+        for v in load_catalog().container_vllm_versions(framework)
+        if version_tuple(v) > version_tuple(release)
+        and v in known
+        and allows(known[v], loaded_class(d, v)[0])
+    ]
 
 
 def _unregistered(d: ResolvedDeployment) -> tuple[str, str] | None:

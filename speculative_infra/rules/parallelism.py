@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_startup_checks import ParallelWorldChecks
 from speculative_infra.resolve import ResolvedDeployment, engine_parallel_size, engine_parallel_value
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.model_registry import loaded_class
+from speculative_infra.rules.model_registry import later_releases_allowing, loaded_class
 
 
 @rule(
@@ -188,14 +187,7 @@ def pipeline_parallel_model_supported(d: ResolvedDeployment) -> Iterator[Violati
     arch, fallback = loaded_class(d, release)
     if interfaces.supports_pipeline_parallel(arch) is not False:
         return
-    framework = d.container.framework if d.container is not None else "vllm"
-    later = [
-        v
-        for v in load_catalog().container_vllm_versions(framework)
-        if version_tuple(v) > version_tuple(release)
-        and v in known
-        and known[v].supports_pipeline_parallel(loaded_class(d, v)[0])
-    ]
+    later = later_releases_allowing(d, release, lambda i, cls: bool(i.supports_pipeline_parallel(cls)))
     loads_as = (
         f"{d.model.architecture} is not registered, so {d.model_id} loads as the Transformers backend's {arch}"
         if fallback

@@ -13,7 +13,7 @@ from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.draft_structure import needs_draft_checkpoint, shape_mismatches
 from speculative_infra.rules.finding import Severity, Violation
-from speculative_infra.rules.model_registry import loaded_class
+from speculative_infra.rules.model_registry import later_releases_allowing, loaded_class
 
 
 def _first_release_with_field(field: str) -> str | None:
@@ -125,14 +125,11 @@ def eagle3_target_interface(d: ResolvedDeployment) -> Iterator[Violation]:
     arch, fallback = loaded_class(d, release)
     if arch in interfaces.eagle3_architectures:
         return
-    framework = d.container.framework if d.container is not None else "vllm"
-    later = [
-        v
-        for v in load_catalog().container_vllm_versions(framework)
-        if version_tuple(v) > version_tuple(release)
-        and v in known
-        and (at := loaded_class(d, v)[0]) in (known[v].eagle3_architectures or {at})  # None: no check there
-    ]
+    later = later_releases_allowing(
+        d,
+        release,
+        lambda i, cls: cls in (i.eagle3_architectures or {cls}),  # None: no check there
+    )
     loads_as = (
         f"{d.model.architecture} is not registered there, so {d.model_id} loads through vLLM's Transformers "
         f"backend, {arch}, which"
