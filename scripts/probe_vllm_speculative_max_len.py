@@ -23,9 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.vllm_release_extractor.records import (
     find_or_download,
+    run_release_probe,
     sha256_file,
-    update_release_table,
-    wheel_probe_parser,
 )
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_speculative_max_len.json"
@@ -112,13 +111,9 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    args = wheel_probe_parser(__doc__, OUT).parse_args()
-    records = {}
-    for version in args.versions:
-        records[version] = probe_release(version, args.wheels_dir)
-        print(version, records[version]["function"], flush=True)
-    update_release_table(args.out, records, "scripts/probe_vllm_speculative_max_len.py")
-    return 0
+    return run_release_probe(
+        __doc__ or "", OUT, probe_release, "function", "scripts/probe_vllm_speculative_max_len.py"
+    )
 
 
 if __name__ == "__main__":

@@ -45,3 +45,8 @@ MAX_CALL_DEPTH = 12
 
 def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
+
+
+# str methods the interpreter may call on a known string, and that a lambda type= may chain.
+SAFE_STR_METHODS = {"replace", "join", "lower", "upper", "strip", "lstrip", "rstrip", "split",
+                    "startswith", "endswith", "removeprefix", "removesuffix", "format"}  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from .interpreter import to_argtype
+from .argtypes import to_argtype
 from .values import ClassRef, ExtRef, Unknown, is_plain
 
 if TYPE_CHECKING:

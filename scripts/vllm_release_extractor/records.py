@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,24 @@ def wheel_probe_parser(description: str, out: Path) -> argparse.ArgumentParser:
     parser.add_argument("--wheels-dir", type=Path, default=Path("/tmp/vllm_wheels"))
     parser.add_argument("--out", type=Path, default=out)
     return parser
+
+
+def run_release_probe(
+    description: str,
+    out: Path,
+    probe_release: Callable[[str, Path], dict[str, Any]],
+    shown: str,
+    probed_by: str,
+) -> int:
+    """The main loop of a per-release probe: each release asked for probed from its wheel (one line of
+    progress showing the record's `shown` field), then merged into the golden table."""
+    args = wheel_probe_parser(description, out).parse_args()
+    records = {}
+    for version in args.versions:
+        records[version] = probe_release(version, args.wheels_dir)
+        print(version, records[version][shown], flush=True)
+    update_release_table(args.out, records, probed_by)
+    return 0
 
 
 def process_version(
