@@ -32,6 +32,21 @@ def _readme_lines(pattern: str) -> list[str]:
     return re.findall(pattern, text, flags=re.MULTILINE)
 
 
+def _final_check_lines() -> list[str]:
+    """The output lines the README shows of its final check (the console block that runs `check` with the
+    fetched context), "..." elisions left out."""
+    text = (UNCATALOGUED / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```console\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+    checks = [
+        b for b in blocks if b.startswith("$ speculative-infra check ") and "--context" in b.split("\n")[0]
+    ]
+    # The first check fails for want of facts; the one after the fetch is the deployable one.
+    [block] = [b for b in checks if b.rstrip().endswith("\nDEPLOYABLE: 0 error(s), 0 warning(s)")]
+    lines = block.splitlines()[1:]
+    assert all(line.strip() for line in lines), "a blank line in the README's check output"
+    return [line for line in lines if line != "..."]
+
+
 def _verdict(out: str) -> str:
     return out.strip().splitlines()[-1]
 
@@ -66,6 +81,12 @@ def test_uncatalogued_model_walk_through(run_cli: RunCli, tmp_path: Path) -> Non
     code, out, _ = run_cli("check", spec, "--context", str(context))
     assert code == 0, out
     assert _verdict(out) == in_readme[1] == "DEPLOYABLE: 0 error(s), 0 warning(s)"
+    # Every line the README shows of that output is one the check prints now, word for word and in order.
+    shown = [" ".join(line.split()) for line in _final_check_lines()]
+    assert len(shown) > 10, shown
+    printed = iter(" ".join(line.split()) for line in out.splitlines())
+    missing = [line for line in shown if not any(line == p for p in printed)]
+    assert missing == []
 
 
 @pytest.fixture(scope="module")
