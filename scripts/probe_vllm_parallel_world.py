@@ -13,7 +13,9 @@ records per probe: the world size, and the executor chosen or the ValueError rai
 vllm/v1/engine/utils.py it records the expression of the devices a data-parallel rank takes (the range
 that follows `local_dp_rank * world_size`); from vllm/distributed/utils.py it runs get_pp_indices, the
 layers each pipeline stage gets, on layer counts x pipeline sizes; and from the Ray utilities the placement group's wait timeout
-and the error raised when it expires (the path 0.10.0-0.11.0 take when the world outgrows the GPUs).
+and the error raised when it expires (the path 0.10.0-0.11.0 take when the world outgrows the GPUs); and
+from the EAGLE proposer's load_model (and the V2 model runner's EAGLE utilities) the test under which the head
+shares the target's input embedding.
 """
 
 from __future__ import annotations
@@ -30,9 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts.vllm_release_extractor.records import (
     find_or_download,
+    run_release_probe,
     sha256_file,
-    update_release_table,
-    wheel_probe_parser,
 )
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_parallel_world.json"
@@ -232,6 +233,64 @@ def pipeline_stages(archive: zipfile.ZipFile) -> list[dict[str, Any]]:
     return rows
 
 
+def draft_embedding_sharing(archive: zipfile.ZipFile) -> dict[str, Any]:
+    """The test under which an EAGLE proposer's load_model gives the head the target's input embedding (the
+    `if` that tests the pipeline group's world size and assigns the head's embed_tokens)."""
+    for path in ("vllm/v1/spec_decode/llm_base_proposer.py", "vllm/v1/spec_decode/eagle.py"):
+        if path not in archive.namelist():
+            continue
+        tree = ast.parse(archive.read(path))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            for method in (
+                n
+                for n in cls.body
+                if isinstance(n, ast.FunctionDef) and n.name in ("load_model", "_maybe_share_embeddings")
+            ):
+                for node in ast.walk(method):
+                    if (
+                        isinstance(node, ast.If)
+                        and "get_pp_group().world_size" in ast.unparse(node.test)
+                        and "embed_tokens =" in ast.unparse(node)
+                    ):
+                        block = ast.unparse(node)
+                        return {
+                            "function": f"{path}:{cls.name}.{method.name}",
+                            "test": ast.unparse(node.test),
+                            # From 0.11.1 a head with an embedding of its own shares only where it equals
+                            # the target's, element by element (one without an embedding always shares).
+                            "own_embedding_must_equal_target": "torch.equal(" in block,
+                            "v2_runner": _v2_embedding_sharing(archive),
+                        }
+    raise LookupError("the EAGLE head's embedding-sharing test not found")
+
+
+V2_EAGLE_UTILS = "vllm/v1/worker/gpu/spec_decode/eagle/utils.py"
+
+
+def _v2_embedding_sharing(archive: zipfile.ZipFile) -> dict[str, Any] | None:
+    """The V2 model runner's counterpart, where the release has one: the pipeline-size test of the function
+    that shares the embedding, and whether targets build an input embedding on their last stage for the
+    drafter (spec_decode_needs_target_embed in vllm/model_executor/models/utils.py)."""
+    if V2_EAGLE_UTILS not in archive.namelist():
+        return None
+    tree = ast.parse(archive.read(V2_EAGLE_UTILS))
+    utils = archive.read("vllm/model_executor/models/utils.py").decode()
+    record: dict[str, Any] = {
+        "function": f"{V2_EAGLE_UTILS}:load_eagle_model",
+        "test": None,  # early V2 runners test no pipeline size
+        "target_builds_embedding_for_drafter": "def spec_decode_needs_target_embed" in utils,
+    }
+    for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
+        for node in ast.walk(function):
+            if isinstance(node, ast.If) and "get_pp_group().world_size" in ast.unparse(node.test):
+                return {
+                    **record,
+                    "function": f"{V2_EAGLE_UTILS}:{function.name}",
+                    "test": ast.unparse(node.test),
+                }
+    return record
+
+
 def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
     wheel = find_or_download(version, wheels_dir)
     with zipfile.ZipFile(wheel) as archive:
@@ -239,6 +298,7 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
         dp_devices = data_parallel_devices(archive)
         ray_timeout = ray_placement_timeout(archive)
         stages = pipeline_stages(archive)
+        sharing = draft_embedding_sharing(archive)
     function = post_init(tree)
     assign, block = world_assignment(function), executor_block(function)
     module = load_probe(assign, block)
@@ -267,18 +327,15 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
         "data_parallel_devices": dp_devices,
         "ray_placement_group": ray_timeout,
         "pipeline_stages": stages,
+        "draft_embedding_shared_if": sharing,
         "probes": probes,
     }
 
 
 def main() -> int:
-    args = wheel_probe_parser(__doc__, OUT).parse_args()
-    records = {}
-    for version in args.versions:
-        records[version] = probe_release(version, args.wheels_dir)
-        print(version, records[version]["world_size"], flush=True)
-    update_release_table(args.out, records, "scripts/probe_vllm_parallel_world.py")
-    return 0
+    return run_release_probe(
+        __doc__ or "", OUT, probe_release, "world_size", "scripts/probe_vllm_parallel_world.py"
+    )
 
 
 if __name__ == "__main__":

@@ -13,11 +13,16 @@ from pydantic import BaseModel, ConfigDict
 
 from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
-from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.host_fit import choose_batch_host, choose_host
-from speculative_infra.human_int import parses_as_int
+from speculative_infra.parallel_sizes import (
+    default_tensor_parallel,
+    engine_parallel_size,
+    engine_parallel_value,
+    memory_stages,
+    other_parallel_sizes,
+)
 from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
 from speculative_infra.spec import DeploymentSpec, EngineArgs
 from speculative_infra.spec.models import AUTO_HOST, DEFAULT_HOST
@@ -122,7 +127,8 @@ class ResolvedDeployment(BaseModel):
             gpu_name=self.instance.gpu_name,
             gpu_memory_mib=self.instance.gpu.memory_mib,
             tensor_parallel_size=min(self.tensor_parallel_size, self.instance.gpu_count),
-            pipeline_parallel_size=_stages_split(self.engine, self.model, self.container),
+            pipeline_parallel_size=memory_stages(self.engine, self.model, self.container),
+            draft_shares_target_embedding=self.pipeline_parallel_size == 1,
             vllm_version=self.container.vllm_version if self.container is not None else None,
             overheads=load_catalog().vllm.memory_overheads,
         )
@@ -355,52 +361,6 @@ def _default_speculative_tokens(config: dict[str, Any], cat: Catalog, defaults: 
     )
 
 
-def engine_parallel_value(engine: dict[str, Any], key: str) -> int | None:
-    """A parallel size as vLLM's command line reads it (int(): 2 or "2"); None where unset or unreadable
-    (SI502 reports a value that is not an integer)."""
-    value = engine.get(key)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    return int(value) if isinstance(value, str) and parses_as_int(value) else None
-
-
-def engine_parallel_size(engine: dict[str, Any], key: str) -> int:
-    """A parallel size the spec sets (pipeline, data, prefill context), 1 where unset; one below 1 is SI313's
-    to report, and counts as 1 here."""
-    value = engine_parallel_value(engine, key)
-    return value if value is not None and value >= 1 else 1
-
-
-def _stages_split(engine: dict[str, Any], model: ModelFacts, container: ContainerImage | None) -> int:
-    """The pipeline size the memory model splits layers by: 1 for a multimodal architecture, whose encoders
-    vLLM builds on every stage (their size is not in the facts), so the whole model is counted."""
-    stages = engine_parallel_size(engine, "pipeline_parallel_size")
-    release = container.vllm_version if container is not None else None
-    interfaces = load_vllm_model_interfaces().releases.get(release or "")
-    if stages > 1 and interfaces is not None and model.architecture in interfaces.multimodal_architectures:
-        return 1
-    return stages
-
-
-def _other_parallel_sizes(engine: dict[str, Any]) -> int:
-    """The GPUs per tensor-parallel group: pipeline x data x prefill-context parallel sizes."""
-    product = 1
-    for key in ("pipeline_parallel_size", "data_parallel_size", "prefill_context_parallel_size"):
-        product *= engine_parallel_size(engine, key)
-    return product
-
-
-def _default_tensor_parallel(instance: InstanceType, model: ModelFacts | None, engine: dict[str, Any]) -> int:
-    # The largest degree that divides the attention heads and, with the pipeline, data and prefill-context
-    # parallel sizes the spec sets, uses no more GPUs than the instance has.
-    for tp in range(max(1, instance.gpu_count // _other_parallel_sizes(engine)), 0, -1):
-        if model is None or model.num_attention_heads % tp == 0:
-            return tp
-    return 1
-
-
 def _resolve_engine(
     spec: DeploymentSpec,
     instance: InstanceType | None,
@@ -413,9 +373,9 @@ def _resolve_engine(
 ) -> dict[str, Any]:
     engine = spec.engine.given()
     if "tensor_parallel_size" not in engine and instance is not None:
-        tp = _default_tensor_parallel(instance, model, engine)
+        tp = default_tensor_parallel(instance, model, engine)
         engine["tensor_parallel_size"] = tp
-        shared = "" if _other_parallel_sizes(engine) == 1 else ", shared with the other parallel sizes set"
+        shared = "" if other_parallel_sizes(engine) == 1 else ", shared with the other parallel sizes set"
         defaults.append(
             f"engine.tensor_parallel_size={tp} (the instance's {instance.gpu_count} GPU(s){shared})"
         )
@@ -542,7 +502,8 @@ def _default_max_model_len(
             gpu_name=instance.gpu_name,
             gpu_memory_mib=instance.gpu.memory_mib,
             tensor_parallel_size=min(int(engine.get("tensor_parallel_size", 1)), instance.gpu_count),
-            pipeline_parallel_size=_stages_split(engine, model, container),
+            pipeline_parallel_size=memory_stages(engine, model, container),
+            draft_shares_target_embedding=engine_parallel_size(engine, "pipeline_parallel_size") == 1,
             vllm_version=container.vllm_version if container is not None else None,
             overheads=cat.vllm.memory_overheads,
         )

@@ -108,14 +108,32 @@ def estimated_draft_mib(model: ModelFacts, parallel_drafting: bool) -> float:
     return params * 2 / MIB
 
 
+# Draft methods whose head reads the tokens through an input embedding of the target's shape: vLLM hands it
+# the target's embedding only with one pipeline stage.
+EMBEDDING_HEAD_METHODS = ("eagle", "eagle3")
+
+
+def draft_embedding_mib(draft: Draft | None, model: ModelFacts, dtype_size: float) -> float:
+    """One vocabulary x hidden table of the head's input embedding (the target's shape it was built for)."""
+    vocab = (draft.target_vocab_size if draft else None) or model.vocab_size or 0
+    hidden = (draft.target_hidden_size if draft else None) or model.hidden_size or 0
+    return vocab * hidden * dtype_size / MIB
+
+
 def draft_weights_mib(
-    draft: Draft | None, model: ModelFacts, has_checkpoint: bool, parallel_drafting: bool
+    draft: Draft | None,
+    model: ModelFacts,
+    has_checkpoint: bool,
+    parallel_drafting: bool,
+    own_embedding_mib: float = 0.0,
 ) -> tuple[float, bool]:
-    """(MiB, estimated?) of the draft checkpoint; (0, False) for methods without one (ngram, mtp)."""
+    """(MiB, estimated?) of the draft checkpoint; (0, False) for methods without one (ngram, mtp).
+    A known size is what the head keeps with one pipeline stage; `own_embedding_mib` adds the embedding the
+    last stage holds for it with more (memory_plan). An estimate already counts an embedding."""
     if not has_checkpoint:
         return 0.0, False
     if draft is not None and draft.size_gb is not None:
-        return draft.size_gb * 1e9 / MIB, False
+        return draft.size_gb * 1e9 / MIB + own_embedding_mib, False
     return estimated_draft_mib(model, parallel_drafting or bool(draft and draft.parallel_drafting)), True
 
 
@@ -237,16 +255,31 @@ def memory_plan(
     vllm_version: str | None,
     overheads: MemoryOverheads,
     pipeline_parallel_size: int = 1,
+    draft_shares_target_embedding: bool = True,
 ) -> MemoryPlan:
     """The plan for a deployment's engine args (dtype, kv_cache_dtype, gpu_memory_utilization) and draft.
-    With pipeline parallelism it is the plan of a bound on every stage (stage_weights_mib, stage_layers)."""
+    With pipeline parallelism it is the plan of a bound on every stage (stage_weights_mib, stage_layers).
+    `pipeline_parallel_size` is the split the layers are counted by (1 for a target counted whole);
+    `draft_shares_target_embedding` is False whenever the engine runs more than one pipeline stage. vLLM
+    gives an EAGLE head the target's input embedding only with one stage (V1's proposer tests the pipeline
+    group's world size == 1 in every release; so does the V2 runner 0.22.0-0.29.0). With more, the last
+    stage holds one table more for drafting: the head's own, or (V2, 0.30.0 on) the embedding the target
+    builds on its last stage for the head. tests/golden/vllm_parallel_world.json records each test."""
     tp = max(1, tensor_parallel_size)
     pp = max(1, pipeline_parallel_size)
     weight_bytes = dtype_bytes(engine.get("dtype"))
     kv_bytes = dtype_bytes(engine.get("kv_cache_dtype"), weight_bytes)
     has_checkpoint = bool(speculative and speculative.get("model"))
+    own_embedding = 0.0
+    method = (speculative or {}).get("method")
+    if has_checkpoint and not draft_shares_target_embedding and method in EMBEDDING_HEAD_METHODS:
+        own_embedding = draft_embedding_mib(draft, model, weight_bytes)
     draft_total, estimated = draft_weights_mib(
-        draft, model, has_checkpoint, bool(speculative and speculative.get("parallel_drafting"))
+        draft,
+        model,
+        has_checkpoint,
+        bool(speculative and speculative.get("parallel_drafting")),
+        own_embedding,
     )
     draft_tp = _positive_int((speculative or {}).get("draft_tensor_parallel_size"), tp)
     draft_layers = 0

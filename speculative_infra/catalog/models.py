@@ -308,9 +308,9 @@ class Draft(Sourced):
 
     method: str
     target: str | None = None  # the model it was trained for, where known
-    # What vLLM keeps on the GPU (the memory model counts this). An EAGLE head whose input embedding has
-    # the target's shape shares the target's at pipeline parallel 1, in every catalogued release, so it
-    # keeps less than it downloads.
+    # What vLLM keeps on the GPU with one pipeline stage (the memory model counts this, plus one embedding
+    # table with more stages). An EAGLE head whose input embedding equals the target's uses the target's
+    # there, so it keeps less than it downloads.
     size_gb: float | None = None
     download_gb: float | None = None  # the checkpoint's files, as fetched from the Hub
     parallel_drafting: bool = False

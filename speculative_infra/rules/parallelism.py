@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_startup_checks import ParallelWorldChecks
-from speculative_infra.resolve import ResolvedDeployment, engine_parallel_size, engine_parallel_value
+from speculative_infra.parallel_sizes import engine_parallel_size, engine_parallel_value
+from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
 from speculative_infra.rules.model_registry import later_releases_allowing, loaded_class

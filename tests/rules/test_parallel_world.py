@@ -12,7 +12,8 @@ import pytest
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
 from speculative_infra.check import check
-from speculative_infra.sizing import stage_layers, stage_weights_mib, weights_mib
+from speculative_infra.resolve import ResolvedDeployment
+from speculative_infra.sizing import MIB, stage_layers, stage_weights_mib, weights_mib
 from tests.conftest import REFERENCE_SPEC, deep_merge
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_parallel_world.json").read_text())
@@ -285,13 +286,19 @@ def test_a_multimodal_target_is_counted_whole_on_each_stage() -> None:
     assert flat.memory_plan() is not None and flat.memory_plan() == staged.memory_plan()
 
 
-def test_the_memory_plan_splits_layers_across_stages() -> None:
+def _one_and_two_stages() -> tuple[ResolvedDeployment, ResolvedDeployment]:
+    """The reference deployment on four GPUs at tensor parallel 2, with one pipeline stage and with two."""
     one = check(deep_merge(REFERENCE_SPEC, {**FOUR_GPUS, "engine": {"tensor_parallel_size": 2}})).deployment
     two = check(
         deep_merge(
             REFERENCE_SPEC, {**FOUR_GPUS, "engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}}
         )
     ).deployment
+    return one, two
+
+
+def test_the_memory_plan_splits_layers_across_stages() -> None:
+    one, two = _one_and_two_stages()
     plan_one, plan_two = one.memory_plan(), two.memory_plan()
     assert plan_one is not None and plan_two is not None
     assert plan_two.weights_mib < plan_one.weights_mib
@@ -299,3 +306,54 @@ def test_the_memory_plan_splits_layers_across_stages() -> None:
     assert model is not None
     # The target's layers halve; the draft's layer stays (it runs on the last stage).
     assert plan_one.full_layers - plan_two.full_layers == model.num_hidden_layers // 2
+
+
+@pytest.mark.parametrize("release", sorted(GOLDEN["releases"]))
+def test_an_eagle_head_shares_the_target_embedding_only_with_one_pipeline_stage(release: str) -> None:
+    # What the memory model's extra table with more than one stage rests on (sizing.memory_plan), as each
+    # release's own code tests it.
+    sharing = GOLDEN["releases"][release]["draft_embedding_shared_if"]
+    test = sharing["test"]
+    assert test == "get_pp_group().world_size == 1" or test.startswith("get_pp_group().world_size == 1 and ")
+    # From 0.11.1 a head's own embedding is dropped only where it equals the target's (vllm-project/vllm#28549).
+    assert sharing["own_embedding_must_equal_target"] == (version_tuple(release) >= (0, 11, 1))
+    v2 = sharing["v2_runner"]
+    if v2 is None or v2["test"] is None:
+        return  # no V2 runner, or an early one (0.17.0-0.21.0) with no pipeline test
+    if v2["test"] == "get_pp_group().world_size == 1":
+        assert version_tuple(release) < (0, 30, 0)
+    else:
+        # 0.30.0 on: V2 shares the embedding the target now builds on its last stage for the drafter, so that
+        # stage still holds one table more than with one stage.
+        assert version_tuple(release) >= (0, 30, 0) and v2["target_builds_embedding_for_drafter"]
+        assert v2["test"].startswith("get_pp_group().world_size > 1 and ")
+
+
+def test_with_more_stages_the_draft_keeps_its_own_embedding() -> None:
+    # RedHatAI/Qwen3-32B-speculator.eagle3's file holds an input embedding of the target's shape; with one
+    # stage vLLM hands the head the target's, with two it loads the head's own: one vocabulary x hidden
+    # table in bfloat16 more, split over the draft's tensor-parallel ranks.
+    one, two = _one_and_two_stages()
+    plan_one, plan_two = one.memory_plan(), two.memory_plan()
+    model = one.model
+    assert plan_one is not None and plan_two is not None and model is not None
+    assert model.vocab_size and model.hidden_size
+    table_mib = model.vocab_size * model.hidden_size * 2 / MIB / 2
+    assert plan_two.draft_mib - plan_one.draft_mib == pytest.approx(table_mib, rel=0.01)
+
+
+def test_the_default_max_model_len_counts_the_draft_as_the_plan_does() -> None:
+    # On four 24 GiB GPUs with two stages memory binds the length: the default must be the plan's own
+    # longest fitting length (rounded down to 256 tokens, as the default is), own draft embedding included.
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "instance_type": "ml.g5.12xlarge",
+            "engine": {"tensor_parallel_size": 2, "pipeline_parallel_size": 2, "max_model_len": None},
+        },
+    )
+    d = check(spec).deployment
+    assert d.model is not None
+    context = d.model.max_position_embeddings
+    assert 0 < d.engine["max_model_len"] < context
+    assert d.engine["max_model_len"] == d.longest_fitting_max_model_len(context) // 256 * 256

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import MemoryOverheads, ModelFacts
+from speculative_infra.catalog.models import Draft, MemoryOverheads, ModelFacts
 from speculative_infra.human_int import parse_human_int
 from speculative_infra.rules.draft_structure import edit_distance, near_catalog_draft
 from speculative_infra.sizing import (
@@ -316,3 +316,33 @@ def test_parse_human_int(text, value):
 def test_overhead_reads_a_human_readable_token_budget():
     engine = {"max_num_batched_tokens": "1k", "max_num_seqs": 4}
     assert _overhead(engine) == pytest.approx(1024 + (1000 * 1024 * 10 + 32_000) / MIB + 768)
+
+
+def test_more_stages_add_one_embedding_table_to_an_eagle_head_by_hand():
+    # A 0.5 GB head for HAND_MODEL (1000 x 1024 vocabulary x hidden, bfloat16, tensor parallel 2): with more
+    # than one stage the last stage holds a 1000 x 1024 table more for it; a draft model keeps its own
+    # embedding in its checkpoint at any size, and an estimate already counts one.
+    head = Draft(method="eagle3", size_gb=0.5, source="hand", confidence="reported")
+
+    def draft_mib(method: str, shares: bool, draft: Draft | None = head) -> float:
+        return memory_plan(
+            model=HAND_MODEL,
+            draft=draft,
+            speculative={"method": method, "model": "acme/head"},
+            engine={"max_model_len": 1024, "dtype": "bfloat16"},
+            gpu_name="A10G",
+            gpu_memory_mib=24 * 1024,
+            tensor_parallel_size=2,
+            vllm_version="0.15.1",
+            overheads=HAND_OVERHEADS,
+            draft_shares_target_embedding=shares,
+        ).draft_mib
+
+    assert draft_mib("eagle3", True) == pytest.approx(0.5e9 / MIB / 2)
+    assert draft_mib("eagle3", False) == pytest.approx((0.5e9 + 1000 * 1024 * 2) / MIB / 2)
+    assert draft_mib("eagle", False) == pytest.approx((0.5e9 + 1000 * 1024 * 2) / MIB / 2)
+    assert draft_mib("draft_model", False) == draft_mib("draft_model", True) == pytest.approx(0.5e9 / MIB / 2)
+    assert draft_mib("eagle3", False, None) == draft_mib("eagle3", True, None)
+    # The table has the shape the head was built for, where the catalog knows it.
+    wide = head.model_copy(update={"target_vocab_size": 2000, "target_hidden_size": 1024})
+    assert draft_mib("eagle3", False, wide) == pytest.approx((0.5e9 + 2000 * 1024 * 2) / MIB / 2)
