@@ -28,6 +28,12 @@ SCHEME_BITS: dict[str, float] = {
 # The scheme class vLLM runs each as, by the names the catalog's per-release floors use.
 SCHEME_FLOOR_NAME: dict[str, str] = {"w4a16": "wna16", "w8a16": "wna16"}
 
+# What a compressed-tensors checkpoint's `sparsity_config` asks of vLLM: "2:4", layers vLLM would run on its
+# 2:4 sparse kernel (CompressedTensorsConfig.supports_cutlass_24 says yes); "other", a sparsity_config
+# naming target layers that vLLM otherwise reads densely. None: no sparsity_config, or one without targets.
+CheckpointSparsity = Literal["2:4", "other"]
+_SPARSE_24_FORMATS = ("dense", "sparse-24-bitmask")  # compressed-tensors CompressionFormat values
+
 
 def from_quantization_config(config: Mapping[str, Any] | None) -> str | None:
     """The method vLLM picks for a checkpoint's quantization_config, or None where it is none of the above.
@@ -67,3 +73,38 @@ def compressed_tensors_scheme(config: Mapping[str, Any] | None) -> str | None:
     if kind == "int" and bits == 8 and in_kind == ("int", 8):
         return "w8a8_int8"
     return None
+
+
+def checkpoint_sparsity(config: Mapping[str, Any] | None) -> str | None:
+    """What the checkpoint's quantization_config.sparsity_config asks of vLLM (CheckpointSparsity).
+
+    As CompressedTensorsConfig reads it: the layers a sparsity_config's `targets` name take the 2:4 kernel
+    where its sparsity_structure is "2:4" (compressed-tensors' default is "unstructured"), its format dense
+    or sparse-24-bitmask, and the first config group unquantized, or 8-bit weights per tensor or channel
+    with 8-bit activations per tensor or token (supports_cutlass_24)."""
+    sparsity = (config or {}).get("sparsity_config")
+    if not isinstance(sparsity, Mapping) or not sparsity.get("targets"):
+        return None
+    structure = sparsity.get("sparsity_structure", "unstructured")
+    if structure != "2:4" or sparsity.get("format") not in _SPARSE_24_FORMATS:
+        return "other"
+    groups = (config or {}).get("config_groups")
+    group = next(iter(groups.values()), None) if isinstance(groups, Mapping) and groups else None
+    weights = group.get("weights") if isinstance(group, Mapping) else None
+    inputs = group.get("input_activations") if isinstance(group, Mapping) else None
+    if weights is None and inputs is None:
+        return "2:4"
+    if not isinstance(weights, Mapping) or not isinstance(inputs, Mapping):
+        return "other"  # weight-only quantization: not the 2:4 kernel
+    if _strategy(weights) not in ("tensor", "channel") or _strategy(inputs) not in ("tensor", "token"):
+        return "other"
+    return "2:4" if weights.get("num_bits", 8) == inputs.get("num_bits", 8) == 8 else "other"
+
+
+def _strategy(args: Mapping[str, Any]) -> str | None:
+    """QuantizationArgs' strategy, inferred from group_size where unset (None: tensor, > 0: group, -1:
+    channel), as compressed-tensors' validator does."""
+    if args.get("strategy") is not None:
+        return str(args["strategy"]).lower()
+    group_size = args.get("group_size")
+    return "tensor" if group_size is None else "channel" if group_size == -1 else "group"

@@ -21,9 +21,14 @@ from speculative_infra.catalog.vllm_startup_checks import (
     MultimodalDraftRefusals,
     ParallelWorldChecks,
     SchedulerChecks,
+    SparseCheckpointChecks,
     SpeculativeMaxModelLenChecks,
 )
-from speculative_infra.quantization_methods import CompressedTensorsScheme, QuantizationMethod
+from speculative_infra.quantization_methods import (
+    CheckpointSparsity,
+    CompressedTensorsScheme,
+    QuantizationMethod,
+)
 
 # --- GPUs and instances -------------------------------------------------------------------------
 
@@ -285,6 +290,8 @@ class ModelFacts(Fact):
     weights_gb: float | None = Field(default=None, gt=0)  # the checkpoint, where not parameters x dtype
     quantization: QuantizationMethod | None = None  # of the checkpoint's weights
     quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
+    # compressed-tensors only: what quantization_config.sparsity_config asks of vLLM (quantization_methods)
+    sparsity: CheckpointSparsity | None = None
     quantized_parameters_billion: float | None = Field(default=None, gt=0)  # e.g. the MoE experts in MXFP4
     sliding_window: int | None = Field(default=None, ge=1)  # tokens a sliding-window layer attends to
     sliding_window_layers: int = Field(default=0, ge=0)
@@ -459,6 +466,7 @@ class VllmFacts(Fact):
     drafting_slot_checks: DraftingSlotChecks
     parallel_world_checks: ParallelWorldChecks
     compressed_tensors_fallbacks: SchemeFallbacks
+    sparse_checkpoint_checks: SparseCheckpointChecks
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

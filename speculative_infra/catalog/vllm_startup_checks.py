@@ -140,3 +140,29 @@ class ParallelWorldChecks(Sourced):
 
     def refusal(self, release: str) -> SchedulerCheck | None:
         return next((r for r in self.refusals if r.applies_to(release)), None)
+
+
+class SparseCheckpointChecks(Sourced):
+    """What vLLM makes of a compressed-tensors checkpoint's sparsity_config (the comparisons:
+    rules/sparsity.py): the GPU floor of its 2:4 sparse kernel's scheme, the release whose scheme refuses
+    instead, and the release from which CompressedTensorsConfig.from_config refuses any sparsity_config that
+    names target layers."""
+
+    sparse_24_min_capability: str
+    sparse_24_refused_since: str
+    sparse_24_refusal: str  # vLLM's text
+    sparsity_config_refused_since: str
+    sparsity_config_refusal: str  # vLLM's text
+
+    def runs_sparse_24_scheme(self, release: str, sparsity: str | None) -> bool:
+        """Whether the layers run CompressedTensors24 (instead of the config group's own scheme)."""
+        return sparsity == "2:4" and version_tuple(release) < version_tuple(self.sparse_24_refused_since)
+
+    def refusal(self, release: str, sparsity: str) -> str | None:
+        """vLLM's words refusing this checkpoint in this release, or None where it loads."""
+        v = version_tuple(release)
+        if v >= version_tuple(self.sparsity_config_refused_since):
+            return self.sparsity_config_refusal
+        if sparsity == "2:4" and v >= version_tuple(self.sparse_24_refused_since):
+            return self.sparse_24_refusal
+        return None

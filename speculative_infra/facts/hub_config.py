@@ -29,7 +29,11 @@ from speculative_infra.model_consistency import (
     MAX_WEIGHTS_GB,
     model_facts_problems,
 )
-from speculative_infra.quantization_methods import compressed_tensors_scheme, from_quantization_config
+from speculative_infra.quantization_methods import (
+    checkpoint_sparsity,
+    compressed_tensors_scheme,
+    from_quantization_config,
+)
 from speculative_infra.sizing import dtype_bytes
 from speculative_infra.spec.repo_id import MAX_PART, repo_id_problem
 
@@ -279,6 +283,7 @@ def model_facts_from_config(
         weights_gb=None if weights_bytes is None else weights_bytes / 1e9,
         quantization=quantization,
         quantization_scheme=scheme,
+        sparsity=checkpoint_sparsity(quantization_config) if quantization == "compressed-tensors" else None,
         vocab_size=_optional(c, "vocab_size", repo_id),
         tie_word_embeddings=c.get("tie_word_embeddings") is True,
         mtp_layers=mtp,

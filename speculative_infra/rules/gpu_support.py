@@ -101,10 +101,13 @@ def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
 )
 def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
     method = d.model.quantization if d.model is not None else None
-    if method is None or d.instance is None:
+    if d.model is None or method is None or d.instance is None:
         return
     support = load_catalog().vllm.quantization.get(method)
     release = d.vllm_release.vllm_version if d.vllm_release is not None else None
+    sparse = load_catalog().vllm.sparse_checkpoint_checks
+    if release is not None and sparse.runs_sparse_24_scheme(release, d.model.sparsity):
+        return  # its layers run the 2:4 sparse kernel's scheme, whose floor SI205 judges
     cc = d.instance.gpu.compute_capability
     floor, runs_as = _quantization_floor(
         method, d.model.quantization_scheme if d.model else None, release, cc

@@ -23,6 +23,7 @@ from speculative_infra.rules import (  # noqa: F401  (imported for their @rule r
     region,
     scaling,
     scheduler_limits,
+    sparsity,
     speculative,
     speculative_max_len,
 )

@@ -18,7 +18,11 @@ from pydantic_core import PydanticCustomError
 
 from speculative_infra.human_int import parse_human_int
 from speculative_infra.model_consistency import model_facts_problems
-from speculative_infra.quantization_methods import CompressedTensorsScheme, QuantizationMethod
+from speculative_infra.quantization_methods import (
+    CheckpointSparsity,
+    CompressedTensorsScheme,
+    QuantizationMethod,
+)
 from speculative_infra.spec.instance_type import instance_type_problem
 from speculative_infra.spec.repo_id import repo_id_problem
 
@@ -123,6 +127,12 @@ class ModelSpec(BaseModel):
     weights_gb: float | None = Field(default=None, gt=0)
     quantization: QuantizationMethod | None = None
     quantization_scheme: CompressedTensorsScheme | None = None  # compressed-tensors only
+    sparsity: CheckpointSparsity | None = Field(
+        default=None,
+        description="compressed-tensors only: 2:4 where quantization_config.sparsity_config puts layers on "
+        "vLLM's 2:4 sparse kernel, other for a sparsity_config with targets read densely (facts fetch "
+        "fills it).",
+    )
     quantized_parameters_billion: float | None = Field(default=None, gt=0)
     vocab_size: int | None = Field(default=None, ge=1)
     tie_word_embeddings: bool | None = None

@@ -322,6 +322,16 @@ def test_an_integer_of_64_digits_is_read_and_then_judged_by_its_range(run_cli, t
             "model",
             "sliding_window_layers 5 is more than num_hidden_layers 4",
         ),
+        (
+            {"model": {"quantization": "fp8", "sparsity": "2:4"}},
+            "model",
+            "sparsity '2:4' is given for quantization 'fp8'; allowed: only with quantization 'compressed-tensors'",
+        ),
+        (
+            {"model": {"quantization_scheme": "w8a8_fp8"}},
+            "model",
+            "quantization_scheme 'w8a8_fp8' is given for quantization None",
+        ),
         ({"model": {"id": "../../etc/passwd"}}, "model.id", "'../../etc/passwd' has 3 '/'"),
         ({"model": {"id": "Qwen/Qwen3 32B"}}, "model.id", "is not a Hugging Face repository id"),
         ({"model": {"id": "Qwen/..hidden"}}, "model.id", "hold no '--' or '..'"),

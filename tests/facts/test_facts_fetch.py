@@ -222,3 +222,21 @@ def test_config_facts_of_quantized_checkpoints():
         config = {**GATED_MODEL, "quantization_config": quant}
         m = facts_from_config(config, repo_id="a/b", revision="r", origin="o", weights_bytes=3 * 10**9).model
         assert m is not None and (m.quantization, m.quantization_scheme) == expected
+    # A 2:4 sparsity_config naming layers: the fetched facts say so, for SI205 (a dense one without targets
+    # is no sparsity to vLLM).
+    for sparsity_config, expected_sparsity in (
+        ({"format": "dense", "sparsity_structure": "2:4", "targets": ["Linear"]}, "2:4"),
+        ({"format": "dense", "sparsity_structure": "unstructured", "targets": ["Linear"]}, "other"),
+        ({"format": "dense", "sparsity_structure": "2:4", "targets": []}, None),
+    ):
+        config = {**GATED_MODEL, "quantization_config": {**ct, "sparsity_config": sparsity_config}}
+        m = facts_from_config(config, repo_id="a/b", revision="r", origin="o", weights_bytes=3 * 10**9).model
+        assert m is not None and m.sparsity == expected_sparsity
+    m = facts_from_config(
+        {**GATED_MODEL, "quantization_config": {**nvfp4, "sparsity_config": {"targets": ["Linear"]}}},
+        repo_id="a/b",
+        revision="r",
+        origin="o",
+        weights_bytes=3 * 10**9,
+    ).model
+    assert m is not None and m.sparsity is None  # only compressed-tensors reads it

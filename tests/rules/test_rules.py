@@ -37,6 +37,22 @@ UNKNOWN_MISTRAL = {
 
 # code -> (changes that comply, changes that violate), both applied to the reference spec. A rule with
 # more than one way to fail has more entries: "CODE what".
+SPARSE_24_FP8_LLAMA = {
+    "id": "acme/sparse-llama-3.1-8b-2of4-fp8-dynamic",
+    "architecture": "LlamaForCausalLM",
+    "model_type": "llama",
+    "parameters_billion": 8.0,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "max_position_embeddings": 131072,
+    "quantization": "compressed-tensors",
+    "quantization_scheme": "w8a8_fp8",
+    "sparsity": "2:4",
+}
+
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI100": ({}, {"instance_type": "ml.g5.13xlarge"}),
     # botocore's TransformInstanceType list has g6e but no g7e.
@@ -202,6 +218,24 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "hf_token_secret": "hf-token",
             "speculative": None,
             "engine": {"tensor_parallel_size": 1, "dtype": "float16"},
+        },
+    ),
+    # A 2:4 sparse FP8 checkpoint: vLLM 0.18.1 runs it on the 2:4 kernel (9.0 and up); 0.22.0 refuses its
+    # sparsity_config ("Sparsity support has been removed from compressed-tensors").
+    "SI205": (
+        {
+            "instance_type": "ml.p5.48xlarge",
+            "container": {"version": "0.18.1"},
+            "model": SPARSE_24_FP8_LLAMA,
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096},
+        },
+        {
+            "instance_type": "ml.p5.48xlarge",
+            "container": {"version": "0.22.0"},
+            "model": SPARSE_24_FP8_LLAMA,
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096},
         },
     ),
     # SageMaker refused gpu-4-1 on ml.g5.12xlarge ("Invalid combination", aws/deep-learning-containers 2ec0bc190f).
