@@ -146,3 +146,21 @@ def test_a_draft_keeps_its_download_less_the_embedding_vllm_shares_with_the_targ
         assert d.size_gb == pytest.approx(d.download_gb - shared_gb, abs=0.01), draft_id
         checked += 1
     assert checked >= 1
+
+
+def test_docs_catalog_table_names_every_data_file_and_section():
+    # docs/catalog.md is written by hand; this keeps its table from falling behind the data (it once
+    # lacked five files and most of vllm.yaml).
+    from pathlib import Path
+
+    import speculative_infra.catalog as catalog_package
+
+    data = Path(catalog_package.__file__).parent / "data"
+    doc = (Path(__file__).parents[2] / "docs" / "catalog.md").read_text(encoding="utf-8")
+    table = doc[doc.index("| file | what |") : doc.index("\nAdding an instance type")]
+    files = {p.name for p in data.iterdir() if p.is_file()} | {"vllm/<version>.json"}
+    assert {f for f in files if f"`{f}`" not in table} == set()
+    for sectioned in ("vllm.yaml", "regions.yaml"):
+        keys = yaml.safe_load((data / sectioned).read_text(encoding="utf-8"))
+        row = next(line for line in table.splitlines() if line.startswith(f"| `{sectioned}`"))
+        assert {k for k in keys if f"`{k}`" not in row} == set(), sectioned
