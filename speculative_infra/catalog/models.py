@@ -445,8 +445,29 @@ class TransformersBackend(Sourced):
     moe_any_expert_since: str
 
 
+class SchemeFallback(Fact):
+    """The scheme vLLM runs instead of a checkpoint's own (rules/gpu_support.py compares)."""
+
+    runs_as: str
+    # The compute capability below which vLLM swaps; None: below the scheme's own get_min_capability().
+    below: str | None = None
+    always: bool = False  # on every GPU (the scheme's layers are built by the other class)
+    since: str | None = None  # the first release that swaps; None: the oldest read
+    until: str | None = None  # the last release that swaps (inclusive); None: still in the newest read
+
+    def swaps(self, release: str, compute_capability: str, own_floor: str | None) -> bool:
+        if self.since is not None and version_tuple(release) < version_tuple(self.since):
+            return False
+        if self.until is not None and version_tuple(release) > version_tuple(self.until):
+            return False
+        if self.always:
+            return True
+        threshold = self.below if self.below is not None else own_floor
+        return threshold is not None and version_tuple(compute_capability) < version_tuple(threshold)
+
+
 class SchemeFallbacks(Sourced):
-    fallbacks: dict[str, str]  # scheme -> the scheme vLLM runs below its floor
+    fallbacks: dict[str, SchemeFallback]  # the checkpoint's scheme -> what vLLM runs instead, and when
 
 
 class VllmFacts(Fact):

@@ -97,7 +97,9 @@ def vllm_min_compute_capability(d: ResolvedDeployment) -> Iterator[Violation]:
     rationale="vLLM refuses to start when the GPU's compute capability is below what the checkpoint's "
     "quantization method asks for (its get_min_capability(), read per release from the wheels: fp8 asked "
     "for 8.0 up to 0.13.0 and 7.5 from 0.14.0; MXFP4 8.0, so gpt-oss does not start on T4 or V100), or "
-    "when the activation dtype is one the method does not run.",
+    "when the activation dtype is one the method does not run. A compressed-tensors checkpoint is held to "
+    "the scheme each release builds for it (W8A8 FP8 runs weight-only below 8.9; NVFP4 W4A4 as W4A16 "
+    "below 10.0 up to 0.15.1).",
 )
 def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
     method = d.model.quantization if d.model is not None else None
@@ -159,13 +161,17 @@ def _quantization_floor(
     """The lowest compute capability vLLM runs this checkpoint on in this release (read from its wheel; else the
     catalog's figure), and the scheme it swaps in below the checkpoint's own where there is one."""
     per_release = load_vllm_model_interfaces().releases.get(release) if release is not None else None
-    if method == "compressed-tensors" and scheme and per_release is not None:
+    if method == "compressed-tensors" and scheme and release is not None and per_release is not None:
         floors = per_release.compressed_tensors_scheme_min_capability
         scheme = SCHEME_FLOOR_NAME.get(scheme, scheme)
+        fallback = load_catalog().vllm.compressed_tensors_fallbacks.fallbacks.get(scheme)
+        if (
+            fallback is not None
+            and fallback.runs_as in floors
+            and fallback.swaps(release, cc, floors.get(scheme))
+        ):
+            return floors[fallback.runs_as], fallback.runs_as
         if scheme in floors:
-            fallback = load_catalog().vllm.compressed_tensors_fallbacks.fallbacks.get(scheme)
-            if fallback in floors and version_tuple(cc) < version_tuple(floors[scheme]):
-                return floors[fallback], fallback
             return floors[scheme], None
     if per_release is not None and method in per_release.quantization_min_capability:
         return per_release.quantization_min_capability[method], None
