@@ -133,3 +133,27 @@ def test_the_transformers_backend_is_judged_by_its_own_class() -> None:
     ]
     assert found and "TransformersMoEForCausalLM" in found[0].message and "0.13.0 or newer" in found[0].fix
     assert "SI414" not in _codes({**spec, "container": {"version": "0.13.0"}})
+
+
+def test_multimodal_draft_refusal_releases_are_each_release_own():
+    # SI415's release bounds (vllm.yaml multimodal_draft_refusals) against the raise each wheel holds: a
+    # draft model is refused where a proposer raises for "draft models" from its constructor, parallel
+    # drafting where that raise sits behind needs_extra_input_slots (draft model or parallel drafting).
+    from speculative_infra.catalog import load_catalog
+
+    refusals = load_catalog().vllm.multimodal_draft_refusals.refusals
+    for release, record in GOLDEN["releases"].items():
+        proposer_raises = [
+            r
+            for r in record["multimodal_draft_refusals"]
+            if "draft models" in r["message"] and any("Proposer.__init__" in c for c in r["called_from"])
+        ]
+        draft_model = bool(proposer_raises)
+        parallel = any("needs_extra_input_slots" in c for r in proposer_raises for c in r["called_from"])
+        catalog = {r.applies_to for r in refusals if r.applies_to_release(release)}
+        expected = {
+            name
+            for name, refused in (("draft_model", draft_model), ("parallel_drafting", parallel))
+            if refused
+        }
+        assert catalog == expected, release
