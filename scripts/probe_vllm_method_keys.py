@@ -101,15 +101,11 @@ class _Reads(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-            if node.func.value.id == "self":
-                self.calls.append(
-                    {
-                        "callee": node.func.attr,
-                        "function": ".".join(self.function),
-                        "branches": list(self.branches),
-                    }
-                )
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            self.calls.append(
+                {"callee": func.attr, "function": ".".join(self.function), "branches": list(self.branches)}
+            )
         self.generic_visit(node)
 
 
