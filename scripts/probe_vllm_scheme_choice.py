@@ -67,6 +67,7 @@ QUANTIZATION: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None]] = {
     "w8a16": ("pack-quantized", _args("int", 8, "channel"), None),
     "w4a16_nvfp4": ("nvfp4-pack-quantized", _NVFP4, None),
     "w4a4_nvfp4": ("nvfp4-pack-quantized", _NVFP4, {**_NVFP4, "dynamic": "local"}),
+    "w4a16_sparse24": ("marlin-24", _args("int", 4, "group", group_size=128), None),
 }
 
 

@@ -12,9 +12,10 @@ QUANTIZATION_METHODS: tuple[str, ...] = get_args(QuantizationMethod)
 
 # The compressed-tensors schemes vLLM picks per layer (CompressedTensorsConfig._get_scheme_from_parts):
 # w4a16 / w8a16 = int4 / int8 weights with 16-bit activations (both vLLM's WNA16 scheme); w8a16_fp8 / w8a8_fp8 = FP8 weights with 16-bit / FP8
-# activations; w8a8_int8; w4a16_nvfp4 / w4a4_nvfp4 = NVFP4 weights with 16-bit / NVFP4 activations.
+# activations; w8a8_int8; w4a16_nvfp4 / w4a4_nvfp4 = NVFP4 weights with 16-bit / NVFP4 activations;
+# w4a16_sparse24 = int4 weights in 2:4 sparse Marlin layout (format marlin-24, vLLM's W4A16Sparse24).
 CompressedTensorsScheme = Literal[
-    "w4a16", "w8a16", "w8a16_fp8", "w8a8_fp8", "w8a8_int8", "w4a16_nvfp4", "w4a4_nvfp4"
+    "w4a16", "w8a16", "w8a16_fp8", "w8a8_fp8", "w8a8_int8", "w4a16_nvfp4", "w4a4_nvfp4", "w4a16_sparse24"
 ]
 SCHEME_BITS: dict[str, float] = {
     "w4a16": 4.25,
@@ -24,6 +25,7 @@ SCHEME_BITS: dict[str, float] = {
     "w8a8_int8": 8.0,
     "w4a16_nvfp4": 4.5,
     "w4a4_nvfp4": 4.5,
+    "w4a16_sparse24": 4.25,  # counted dense: an upper bound on the half that 2:4 keeps plus its metadata
 }
 # The scheme class vLLM runs each as, by the names the catalog's per-release floors use.
 SCHEME_FLOOR_NAME: dict[str, str] = {"w4a16": "wna16", "w8a16": "wna16"}
@@ -64,6 +66,10 @@ def compressed_tensors_scheme(config: Mapping[str, Any] | None) -> str | None:
     in_kind = (
         None if not isinstance(inputs, Mapping) else (str(inputs.get("type", "int")), inputs.get("num_bits"))
     )
+    # The group's format, else the config's (compressed-tensors writes either).
+    layout = group.get("format") or (config or {}).get("format")
+    if layout == "marlin-24":  # vLLM builds only int4 weight-only layers in this layout
+        return "w4a16_sparse24" if (kind, bits, in_kind) == ("int", 4, None) else None
     if kind == "float" and bits == 4:
         return "w4a16_nvfp4" if in_kind is None else "w4a4_nvfp4" if in_kind == ("float", 4) else None
     if kind == "float" and bits == 8:

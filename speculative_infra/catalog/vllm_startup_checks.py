@@ -153,6 +153,16 @@ class SparseCheckpointChecks(Sourced):
     sparse_24_refusal: str  # vLLM's text
     sparsity_config_refused_since: str
     sparsity_config_refusal: str  # vLLM's text
+    # int4 weights in the marlin-24 layout (scheme w4a16_sparse24): vLLM's W4A16Sparse24 and its floor, until
+    # the release whose _get_scheme_from_parts no longer builds them.
+    marlin_24_min_capability: str
+    marlin_24_refused_since: str
+    marlin_24_refusal: str  # the start of vLLM's text (later releases append the layer's arguments)
+
+    def marlin_24_refusal_in(self, release: str) -> str | None:
+        if version_tuple(release) >= version_tuple(self.marlin_24_refused_since):
+            return self.marlin_24_refusal
+        return None
 
     def runs_sparse_24_scheme(self, release: str, sparsity: str | None) -> bool:
         """Whether the layers run CompressedTensors24 (instead of the config group's own scheme)."""

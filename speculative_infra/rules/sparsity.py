@@ -77,3 +77,63 @@ def sparse_checkpoint_supported(d: ResolvedDeployment) -> Iterator[Violation]:
         "dense, the weights are stored whole and a copy without that key loads as a plain checkpoint)",
         field="model.id",
     )
+
+
+def marlin_24_problem(release: str, compute_capability: str) -> str | None:
+    """Why this release does not load int4 weights in the marlin-24 layout on a GPU of this compute
+    capability; None where it loads."""
+    checks = load_catalog().vllm.sparse_checkpoint_checks
+    refusal = checks.marlin_24_refusal_in(release)
+    if refusal is not None:
+        return f"vLLM {release} has no scheme for that layout ('{refusal}')"
+    floor = checks.marlin_24_min_capability
+    if version_tuple(compute_capability) < version_tuple(floor):
+        return f"vLLM {release} builds it as W4A16Sparse24, which needs compute capability >= {floor}"
+    return None
+
+
+@rule(
+    code="SI206",
+    name="marlin-24-layout-supported",
+    severity=Severity.ERROR,
+    title="The container's vLLM loads int4 weights in the marlin-24 layout",
+    rationale="A compressed-tensors checkpoint with format marlin-24 (2:4 sparse int4 weights) runs on vLLM's "
+    "W4A16Sparse24 scheme, compute capability 8.0 and up, up to vLLM 0.15.1; from 0.16.0 no scheme builds that "
+    "layout and the engine stops while loading the model. Read from each release's wheel.",
+)
+def marlin_24_layout_supported(d: ResolvedDeployment) -> Iterator[Violation]:
+    model, release = d.model, d.vllm_release.vllm_version if d.vllm_release is not None else None
+    if (
+        model is None
+        or model.quantization != "compressed-tensors"
+        or model.quantization_scheme != "w4a16_sparse24"
+    ):
+        return
+    if release is None or d.instance is None or d.container is None:
+        return
+    cc = d.instance.gpu.compute_capability
+    problem = marlin_24_problem(release, cc)
+    if problem is None:
+        return
+    cat = load_catalog()
+    versions = cat.container_vllm_versions(d.container.framework)
+    here = [v for v in versions if marlin_24_problem(v, cc) is None]
+    floor = cat.vllm.sparse_checkpoint_checks.marlin_24_min_capability
+    elsewhere = [v for v in versions if marlin_24_problem(v, floor) is None]
+    families = cat.families_where(lambda g: version_tuple(g.compute_capability) >= version_tuple(floor))
+    if here:
+        fix = f"use a container with vLLM {here[-1]}, or "
+    elif elsewhere:
+        fix = (
+            f"use a container with vLLM {elsewhere[-1]} on a family with compute capability >= {floor} "
+            f"({', '.join(families)}), or "
+        )
+    else:
+        fix = ""
+    yield Violation(
+        message=f"{d.model_id} is a compressed-tensors checkpoint with int4 weights in the marlin-24 layout; "
+        f"{problem}"
+        + (f", and the {d.instance.gpu_name} of {d.instance.name} has {cc}" if "needs" in problem else ""),
+        fix=fix + "serve the checkpoint's dense int4 (pack-quantized) or 16-bit version",
+        field="model.quantization_scheme" if d.spec.model.quantization_scheme else "model.id",
+    )

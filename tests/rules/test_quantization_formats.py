@@ -96,6 +96,19 @@ def _ct(weights: dict[str, Any], inputs: dict[str, Any] | None) -> dict[str, Any
         (_ct({"type": "int", "num_bits": 4}, {"type": "float", "num_bits": 8}), None),  # W4A8: not described
         ({"quant_method": "compressed-tensors"}, None),
         ({"quant_method": "compressed-tensors", "config_groups": {"g": "odd"}}, None),
+        # The marlin-24 layout, named by the config or by the group: vLLM builds int4 weight-only only.
+        (
+            {**_ct({"type": "int", "num_bits": 4, "group_size": 128}, None), "format": "marlin-24"},
+            "w4a16_sparse24",
+        ),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"format": "marlin-24", "weights": {"type": "int", "num_bits": 4}}},
+            },
+            "w4a16_sparse24",
+        ),
+        ({**_ct({"type": "int", "num_bits": 8}, None), "format": "marlin-24"}, None),
     ],
 )
 def test_compressed_tensors_schemes(config: dict[str, Any], scheme: Any) -> None:

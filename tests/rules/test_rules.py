@@ -238,6 +238,23 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
             "engine": {"tensor_parallel_size": 1, "max_model_len": 4096},
         },
     ),
+    # int4 weights in the marlin-24 layout: W4A16Sparse24 up to vLLM 0.15.1, no scheme from 0.16.0.
+    "SI206": (
+        {
+            "instance_type": "ml.g5.xlarge",
+            "container": {"version": "0.15.1"},
+            "model": {**SPARSE_24_FP8_LLAMA, "quantization_scheme": "w4a16_sparse24", "sparsity": None},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096, "dtype": "float16"},
+        },
+        {
+            "instance_type": "ml.g5.xlarge",
+            "container": {"version": "0.16.0"},
+            "model": {**SPARSE_24_FP8_LLAMA, "quantization_scheme": "w4a16_sparse24", "sparsity": None},
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "max_model_len": 4096, "dtype": "float16"},
+        },
+    ),
     # SageMaker refused gpu-4-1 on ml.g5.12xlarge ("Invalid combination", aws/deep-learning-containers 2ec0bc190f).
     "SI215": (
         {**G5_QWEN14B, "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1"},

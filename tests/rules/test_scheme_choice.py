@@ -17,7 +17,9 @@ from speculative_infra.catalog.models import version_tuple
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.check import check
 from speculative_infra.quantization_methods import SCHEME_FLOOR_NAME, compressed_tensors_scheme
+from speculative_infra.rules.finding import Severity
 from speculative_infra.rules.gpu_support import _quantization_floor
+from speculative_infra.rules.sparsity import marlin_24_problem
 from tests.conftest import REFERENCE_SPEC, deep_merge
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_scheme_choice.json").read_text())
@@ -31,27 +33,31 @@ CLASS_SCHEME = {
     "CompressedTensorsWNA16": "wna16",
     "CompressedTensorsW4A16Fp4": "w4a16_nvfp4",
     "CompressedTensorsW4A4Fp4": "w4a4_nvfp4",
+    "CompressedTensorsW4A16Sparse24": "w4a16_sparse24",
 }
+MARLIN_24 = "w4a16_sparse24"  # judged by SI206, not SI203
 
 
-def _hub_config(weights: dict[str, Any], inputs: dict[str, Any] | None) -> dict[str, Any]:
+def _hub_config(weights: dict[str, Any], inputs: dict[str, Any] | None, layout: str) -> dict[str, Any]:
     group: dict[str, Any] = {"targets": ["Linear"], "weights": weights}
     if inputs is not None:
         group["input_activations"] = inputs
-    return {"quant_method": "compressed-tensors", "config_groups": {"group_0": group}}
+    return {"quant_method": "compressed-tensors", "format": layout, "config_groups": {"group_0": group}}
 
 
 def test_the_probe_covers_every_release_and_the_nvfp4_swap() -> None:
     assert len(RELEASES) == 38
     choices = {c.get("returns") for r in RELEASES.values() for c in r["choice"].values()}
     assert set(CLASS_SCHEME) <= choices
-    assert not [k for r in RELEASES.values() for k, c in r["choice"].items() if "raises" in c]
+    # Only the marlin-24 layout stops being built (from 0.16.0); every other probe gets a scheme.
+    raised = {k.split(" | ")[0] for r in RELEASES.values() for k, c in r["choice"].items() if "raises" in c}
+    assert raised == {MARLIN_24}
 
 
 @pytest.mark.parametrize("name", list(QUANTIZATION))
 def test_the_library_reads_each_probe_config_as_its_scheme(name: str) -> None:
-    _, weights, inputs = QUANTIZATION[name]
-    assert compressed_tensors_scheme(_hub_config(weights, inputs)) == name
+    layout, weights, inputs = QUANTIZATION[name]
+    assert compressed_tensors_scheme(_hub_config(weights, inputs, layout)) == name
 
 
 @pytest.mark.parametrize("release", list(RELEASES))
@@ -63,6 +69,8 @@ def test_the_scheme_and_floor_are_each_release_own(release: str) -> None:
     # unread) and SI203 falls back to compressed-tensors' own floor: there vLLM picks W4A4 only from 10.0.
     for key, choice in RELEASES[release]["choice"].items():
         scheme, cc = key.split(" | ")
+        if scheme == MARLIN_24:
+            continue
         chosen = CLASS_SCHEME[choice["returns"]]
         floor, runs_as = _quantization_floor("compressed-tensors", scheme, release, cc)
         assert (runs_as or SCHEME_FLOOR_NAME.get(scheme, scheme)) == chosen, (release, key)
@@ -125,3 +133,59 @@ def test_swap_thresholds_at_their_boundaries() -> None:
     assert fp8.swaps("0.33.0", "8.6", "8.9") and not fp8.swaps("0.33.0", "8.9", "8.9")
     assert not fp8.swaps("0.33.0", "8.6", None)  # no floor read: nothing to compare
     assert set(COMPUTE_CAPABILITIES) >= {"9.0", "10.0", "8.6", "8.9"}  # the golden has both sides
+
+
+@pytest.mark.parametrize("release", list(RELEASES))
+def test_marlin_24_verdicts_are_each_release_own(release: str) -> None:
+    # SI206: refused where the release builds no scheme for the layout, or where the GPU is below the
+    # floor of the W4A16Sparse24 it builds.
+    for cc in COMPUTE_CAPABILITIES:
+        choice = RELEASES[release]["choice"][f"{MARLIN_24} | {cc}"]
+        if "raises" in choice:
+            refused = True
+            assert choice["message"].startswith(
+                load_catalog().vllm.sparse_checkpoint_checks.marlin_24_refusal
+            )
+        else:
+            assert choice["returns"] == "CompressedTensorsW4A16Sparse24"
+            floor = choice["min_capability"]["returns"]
+            refused = version_tuple(cc) < version_tuple(f"{floor // 10}.{floor % 10}")
+        assert (marlin_24_problem(release, cc) is not None) == refused, (release, cc)
+
+
+MARLIN_LLAMA = {**W4A4_NVFP4, "id": "acme/llama-3.1-8b-2of4-marlin24", "quantization_scheme": MARLIN_24}
+
+
+def _marlin(version: str, instance: str, code: str = "SI206") -> Any:
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "instance_type": instance,
+            "container": {"version": version},
+            "model": MARLIN_LLAMA,
+            "speculative": None,
+            "engine": {"tensor_parallel_size": 1, "dtype": "float16", "max_model_len": 4096},
+        },
+    )
+    findings = check(spec).findings
+    return next((f for f in findings if f.code == code), None), [
+        f.code for f in findings if f.severity == Severity.ERROR
+    ]
+
+
+def test_marlin_24_loads_up_to_0_15_1_from_compute_capability_8_0() -> None:
+    assert _marlin("0.15.1", "ml.g5.xlarge")[0] is None  # A10G 8.6
+    refused, _ = _marlin("0.16.0", "ml.g5.xlarge")
+    assert refused is not None and "No compressed-tensors compatible scheme was found" in refused.message
+    assert refused.fix.startswith("use a container with vLLM 0.15.1,")
+    below, _ = _marlin("0.15.1", "ml.g4dn.xlarge")  # T4 7.5
+    assert below is not None and ">= 8.0" in below.message and "has 7.5" in below.message
+    assert "0.15.1 on a family with compute capability >= 8.0 (" in below.fix
+    # SI203 knows no per-release floor for the layout (compressed-tensors' own 7.0): one error, SI206's.
+    assert _marlin("0.15.1", "ml.g4dn.xlarge", "SI203")[0] is None
+
+
+def test_the_suggested_marlin_24_container_passes_every_rule() -> None:
+    refused, _ = _marlin("0.16.0", "ml.g5.xlarge")
+    version = refused.fix.removeprefix("use a container with vLLM ").split(",")[0]
+    assert _marlin(version, "ml.g5.xlarge")[1] == []
