@@ -126,9 +126,11 @@ def model_facts_problems(facts: Mapping[str, Any]) -> list[tuple[str, str]]:
                 ("head_dim", f"x num_attention_heads is {width:g} for hidden_size {hidden:g}; allowed: "
                  f"1/{ATTENTION_WIDTH_RATIO} to {ATTENTION_WIDTH_RATIO} times hidden_size")
             )  # fmt: skip
+    # Judged only where the method is given: a spec may add a scheme or sparsity to facts that carry the
+    # method themselves (catalog, `facts fetch`); resolved facts always pass theirs (SI331).
     method = facts.get("quantization")
     for part in ("quantization_scheme", "sparsity"):
-        if facts.get(part) is not None and method != "compressed-tensors":
+        if facts.get(part) is not None and "quantization" in facts and method != "compressed-tensors":
             problems.append(
                 (part, f"{facts[part]!r} is given for quantization {method!r}; allowed: only with quantization "
                  "'compressed-tensors', the one method whose config carries it")

@@ -95,9 +95,13 @@ def checkpoint_sparsity(config: Mapping[str, Any] | None) -> str | None:
     if structure != "2:4" or sparsity.get("format") not in _SPARSE_24_FORMATS:
         return "other"
     groups = (config or {}).get("config_groups")
-    group = next(iter(groups.values()), None) if isinstance(groups, Mapping) and groups else None
-    weights = group.get("weights") if isinstance(group, Mapping) else None
-    inputs = group.get("input_activations") if isinstance(group, Mapping) else None
+    if groups is not None and not isinstance(groups, Mapping):
+        return "other"  # not groups vLLM reads: nothing says its layers take the 2:4 kernel
+    group = next(iter(groups.values())) if groups else None
+    if groups and not isinstance(group, Mapping):
+        return "other"
+    weights = group.get("weights") if group is not None else None
+    inputs = group.get("input_activations") if group is not None else None
     if weights is None and inputs is None:
         return "2:4"
     if not isinstance(weights, Mapping) or not isinstance(inputs, Mapping):

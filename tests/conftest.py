@@ -71,6 +71,25 @@ REFERENCE_SPEC: dict[str, Any] = {
 }
 
 
+# An uncatalogued checkpoint shaped like Llama-3.1-8B, described in full in a spec: the quantization tests
+# give it an id and their quantization fields (llama_8b("acme/...", quantization="fp8")).
+LLAMA_8B_SHAPE: dict[str, Any] = {
+    "architecture": "LlamaForCausalLM",
+    "model_type": "llama",
+    "parameters_billion": 8.0,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_size": 4096,
+    "max_position_embeddings": 131072,
+}
+
+
+def llama_8b(model_id: str, **quantization: Any) -> dict[str, Any]:
+    return {"id": model_id, **LLAMA_8B_SHAPE, **quantization}
+
+
 def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Merge changes into a copy of base; a None value deletes the key."""
     out = copy.deepcopy(base)

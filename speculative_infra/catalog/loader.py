@@ -182,6 +182,11 @@ class Catalog(BaseModel):
         ]
         return ", ".join(n for n in named if n) or "no release in the catalog yet"
 
+    def container_images(self, framework: str) -> list[ContainerImage]:
+        """Every image of this framework in the catalog, oldest first: what a fix may point to."""
+        versions = self.vllm_dlc_versions() if framework == "vllm" else self.lmi_versions()
+        return [image for v in versions if (image := self.container(framework, v)) is not None]
+
     def container(self, framework: str, version: str) -> ContainerImage | None:
         if framework == "vllm":
             rel = next((r for r in self.vllm_dlc.releases if r.version == version), None)

@@ -149,6 +149,9 @@ class SparseCheckpointChecks(Sourced):
     names target layers."""
 
     sparse_24_min_capability: str
+    # The one compute capability the 2:4 kernel is compiled for (sm_90a): vLLM sends 9.0 and up to it, and
+    # arch-specific code runs on that architecture alone.
+    sparse_24_kernel_compute_capability: str
     sparse_24_refused_since: str
     sparse_24_refusal: str  # vLLM's text
     sparsity_config_refused_since: str
@@ -168,11 +171,19 @@ class SparseCheckpointChecks(Sourced):
         """Whether the layers run CompressedTensors24 (instead of the config group's own scheme)."""
         return sparsity == "2:4" and version_tuple(release) < version_tuple(self.sparse_24_refused_since)
 
-    def refusal(self, release: str, sparsity: str) -> str | None:
-        """vLLM's words refusing this checkpoint in this release, or None where it loads."""
+    def refused_when(self, release: str, sparsity: str) -> Literal["config", "layers"] | None:
+        """When this release refuses the checkpoint on any GPU: while it reads the checkpoint's config
+        (CompressedTensorsConfig.from_config), or while it builds the layers (the 2:4 scheme raises)."""
         v = version_tuple(release)
         if v >= version_tuple(self.sparsity_config_refused_since):
-            return self.sparsity_config_refusal
+            return "config"
         if sparsity == "2:4" and v >= version_tuple(self.sparse_24_refused_since):
-            return self.sparse_24_refusal
+            return "layers"
         return None
+
+    def refusal(self, release: str, sparsity: str) -> str | None:
+        """vLLM's words refusing this checkpoint in this release, or None where it loads."""
+        when = self.refused_when(release, sparsity)
+        if when is None:
+            return None
+        return self.sparsity_config_refusal if when == "config" else self.sparse_24_refusal

@@ -71,7 +71,9 @@ def model_facts_known(d: ResolvedDeployment) -> Iterator[Violation]:
 def model_facts_consistent(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.model is None:
         return
-    for field, reason in model_facts_problems(d.model.model_dump(exclude_none=True)):
+    # The method is known even where None (no quantization): a scheme or sparsity beside it is judged.
+    facts = {**d.model.model_dump(exclude_none=True), "quantization": d.model.quantization}
+    for field, reason in model_facts_problems(facts):
         yield Violation(
             message=f"model {d.model_id!r}: {field} {reason} (facts from {d.model.source})",
             fix=f"correct model.{field} in the spec, or fetch the model's own facts with "

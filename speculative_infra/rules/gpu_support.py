@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.models import ContainerImage, version_tuple
 from speculative_infra.catalog.vllm_kernels import ReleaseKernels, load_vllm_kernels
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.quantization_methods import SCHEME_FLOOR_NAME
@@ -128,8 +128,7 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
         where = f"vLLM {release}" if release is not None else "vLLM"
         yield Violation(
             message=f"{d.model_id} is quantized with {_method_label(d)}, which {where} runs on compute capability >= "
-            f"{floor}{f' (as {runs_as}, the weight-only scheme it falls back to)' if runs_as else ''}; the "
-            f"{d.instance.gpu_name} of {d.instance.name} has {cc}",
+            f"{floor}{_runs_as_note(scheme, runs_as)}; the {d.instance.gpu_name} of {d.instance.name} has {cc}",
             fix=(
                 f"use a container with vLLM {lower[0]} or newer (it asks {method} for less), or "
                 if lower
@@ -147,6 +146,18 @@ def quantization_supported_on_gpu(d: ResolvedDeployment) -> Iterator[Violation]:
             fix=f"set engine.dtype: {support.activation_dtypes[0]} (or leave it unset)",
             field="engine.dtype",
         )
+
+
+def _runs_as_note(scheme: str | None, runs_as: str | None) -> str:
+    """How the release builds the checkpoint's layers where not by its own scheme's class."""
+    if runs_as is None or scheme is None:
+        return ""
+    fallback = load_catalog().vllm.compressed_tensors_fallbacks.fallbacks.get(
+        SCHEME_FLOOR_NAME.get(scheme, scheme)
+    )
+    if fallback is not None and fallback.always:
+        return f" (its layers are built by the {runs_as} scheme's class, on every GPU)"
+    return f" (as {runs_as}, the weight-only scheme it falls back to)"
 
 
 def _method_label(d: ResolvedDeployment) -> str:
@@ -226,3 +237,24 @@ def _families_with_compute_capability(floor: str) -> str:
     return ", ".join(
         load_catalog().families_where(lambda g: version_tuple(g.compute_capability) >= version_tuple(floor))
     )
+
+
+def container_runs_on_gpu(container: ContainerImage, compute_capability: str) -> bool:
+    """Whether this image passes SI200, SI201 and SI204 on a GPU of this compute capability: what a fix
+    that names another container or family is held to (tests/rules/test_container_fit.py keeps the two
+    in step)."""
+    cuda = load_catalog().cuda
+    built = version_tuple(container.cuda)
+    minimum = cuda.min_cuda_by_compute_capability.get(compute_capability)
+    maximum = cuda.max_cuda_by_compute_capability.get(compute_capability)
+    flashinfer = cuda.flashinfer_min_cuda_by_major_compute_capability.get(compute_capability.split(".")[0])
+    if minimum is not None and built < version_tuple(minimum):
+        return False
+    if maximum is not None and built > version_tuple(maximum):
+        return False
+    if flashinfer is not None and built < version_tuple(flashinfer):
+        return False
+    if container.framework != "vllm":
+        return True  # no public list of an LMI build's kernels (SI204)
+    kernels = load_vllm_kernels().releases.get(container.vllm_version)
+    return kernels is None or not kernels.missing_for(compute_capability)

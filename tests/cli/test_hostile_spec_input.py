@@ -328,9 +328,9 @@ def test_an_integer_of_64_digits_is_read_and_then_judged_by_its_range(run_cli, t
             "sparsity '2:4' is given for quantization 'fp8'; allowed: only with quantization 'compressed-tensors'",
         ),
         (
-            {"model": {"quantization_scheme": "w8a8_fp8"}},
+            {"model": {"quantization": "awq", "quantization_scheme": "w8a8_fp8"}},
             "model",
-            "quantization_scheme 'w8a8_fp8' is given for quantization None",
+            "quantization_scheme 'w8a8_fp8' is given for quantization 'awq'",
         ),
         ({"model": {"id": "../../etc/passwd"}}, "model.id", "'../../etc/passwd' has 3 '/'"),
         ({"model": {"id": "Qwen/Qwen3 32B"}}, "model.id", "is not a Hugging Face repository id"),

@@ -10,7 +10,7 @@ from speculative_infra.catalog.models import ModelFacts
 from speculative_infra.check import check
 from speculative_infra.quantization_methods import from_quantization_config
 from speculative_infra.sizing import weights_mib
-from tests.conftest import REFERENCE_SPEC, deep_merge
+from tests.conftest import REFERENCE_SPEC, deep_merge, llama_8b
 
 
 @pytest.mark.parametrize(
@@ -30,19 +30,7 @@ def test_hub_quantization_config_names(config: Any, method: Any) -> None:
     assert from_quantization_config(config) == method
 
 
-NVFP4_LLAMA = {
-    "id": "acme/llama-3.1-8b-nvfp4",
-    "architecture": "LlamaForCausalLM",
-    "model_type": "llama",
-    "parameters_billion": 8.0,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 4096,
-    "max_position_embeddings": 131072,
-    "quantization": "modelopt_fp4",
-}
+NVFP4_LLAMA = llama_8b("acme/llama-3.1-8b-nvfp4", quantization="modelopt_fp4")
 
 
 def test_nvfp4_weights_are_4_5_bits() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from speculative_infra.check import check
 from speculative_infra.rules import all_rules
-from tests.conftest import REFERENCE_SPEC, deep_merge
+from tests.conftest import REFERENCE_SPEC, deep_merge, llama_8b
 
 LMI_G6E = {
     "instance_type": "ml.g6e.12xlarge",
@@ -37,21 +37,12 @@ UNKNOWN_MISTRAL = {
 
 # code -> (changes that comply, changes that violate), both applied to the reference spec. A rule with
 # more than one way to fail has more entries: "CODE what".
-SPARSE_24_FP8_LLAMA = {
-    "id": "acme/sparse-llama-3.1-8b-2of4-fp8-dynamic",
-    "architecture": "LlamaForCausalLM",
-    "model_type": "llama",
-    "parameters_billion": 8.0,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 4096,
-    "max_position_embeddings": 131072,
-    "quantization": "compressed-tensors",
-    "quantization_scheme": "w8a8_fp8",
-    "sparsity": "2:4",
-}
+SPARSE_24_FP8_LLAMA = llama_8b(
+    "acme/sparse-llama-3.1-8b-2of4-fp8-dynamic",
+    quantization="compressed-tensors",
+    quantization_scheme="w8a8_fp8",
+    sparsity="2:4",
+)
 
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI100": ({}, {"instance_type": "ml.g5.13xlarge"}),

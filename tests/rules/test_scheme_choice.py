@@ -20,7 +20,7 @@ from speculative_infra.quantization_methods import SCHEME_FLOOR_NAME, compressed
 from speculative_infra.rules.finding import Severity
 from speculative_infra.rules.gpu_support import _quantization_floor
 from speculative_infra.rules.sparsity import marlin_24_problem
-from tests.conftest import REFERENCE_SPEC, deep_merge
+from tests.conftest import REFERENCE_SPEC, deep_merge, llama_8b
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_scheme_choice.json").read_text())
 RELEASES: dict[str, Any] = GOLDEN["releases"]
@@ -82,29 +82,18 @@ def test_the_scheme_and_floor_are_each_release_own(release: str) -> None:
             assert floor == vllm_floor, (release, key)
 
 
-W4A4_NVFP4 = {
-    "id": "acme/llama-3.1-8b-nvfp4-w4a4",
-    "architecture": "LlamaForCausalLM",
-    "model_type": "llama",
-    "parameters_billion": 8.0,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 4096,
-    "max_position_embeddings": 131072,
-    "quantization": "compressed-tensors",
-    "quantization_scheme": "w4a4_nvfp4",
-}
+W4A4_NVFP4 = llama_8b(
+    "acme/llama-3.1-8b-nvfp4-w4a4", quantization="compressed-tensors", quantization_scheme="w4a4_nvfp4"
+)
 
 
-def _si203(version: str, instance: str) -> Any:
+def _si203(version: str, instance: str, model: dict[str, Any] = W4A4_NVFP4) -> Any:
     spec = deep_merge(
         REFERENCE_SPEC,
         {
             "instance_type": instance,
             "container": {"version": version},
-            "model": W4A4_NVFP4,
+            "model": model,
             "speculative": None,
             "engine": {"tensor_parallel_size": 1, "dtype": "float16", "max_model_len": 4096},
         },
@@ -120,6 +109,13 @@ def test_nvfp4_w4a4_runs_weight_only_below_blackwell_up_to_0_15_1() -> None:
     assert _si203("0.15.1", "ml.g5.xlarge") is None  # A10G 8.0 and up: the weight-only path
     assert _si203("0.16.0", "ml.g4dn.xlarge") is None
     assert _si203("0.15.1", "ml.p3.2xlarge") is not None  # V100: 7.0
+
+
+def test_nvfp4_w4a16_built_by_the_w4a4_class_is_not_called_a_fallback() -> None:
+    # From 0.23.0 the W4A4 class builds NVFP4 W4A16 layers on every GPU: not a weight-only fallback.
+    found = _si203("0.23.0", "ml.p3.2xlarge", {**W4A4_NVFP4, "quantization_scheme": "w4a16_nvfp4"})
+    assert found is not None and "built by the w4a4_nvfp4 scheme's class, on every GPU" in found.message
+    assert "falls back" not in found.message
 
 
 def test_swap_thresholds_at_their_boundaries() -> None:
@@ -180,7 +176,7 @@ def test_marlin_24_loads_up_to_0_15_1_from_compute_capability_8_0() -> None:
     assert refused.fix.startswith("use a container with vLLM 0.15.1,")
     below, _ = _marlin("0.15.1", "ml.g4dn.xlarge")  # T4 7.5
     assert below is not None and ">= 8.0" in below.message and "has 7.5" in below.message
-    assert "0.15.1 on a family with compute capability >= 8.0 (" in below.fix
+    assert "0.15.1 on a family whose GPU loads it (g5, " in below.fix and "g4dn" not in below.fix
     # SI203 knows no per-release floor for the layout (compressed-tensors' own 7.0): one error, SI206's.
     assert _marlin("0.15.1", "ml.g4dn.xlarge", "SI203")[0] is None
 

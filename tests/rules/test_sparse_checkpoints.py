@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from speculative_infra.quantization_methods import checkpoint_sparsity
 from speculative_infra.rules.finding import Severity
 from speculative_infra.rules.sparsity import sparse_checkpoint_problem
 from speculative_infra.spec import DeploymentSpec
-from tests.conftest import REFERENCE_SPEC, deep_merge
+from tests.conftest import REFERENCE_SPEC, deep_merge, llama_8b
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_sparse_checkpoints.json").read_text())
 RELEASES: dict[str, Any] = GOLDEN["releases"]
@@ -128,55 +129,68 @@ def test_hub_config_reading(config: Any, expected: Any) -> None:
     assert checkpoint_sparsity(config) == expected
 
 
-SPARSE_LLAMA = {
-    "id": "acme/sparse-llama-3.1-8b-2of4-fp8-dynamic",
-    "architecture": "LlamaForCausalLM",
-    "model_type": "llama",
-    "parameters_billion": 8.0,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "hidden_size": 4096,
-    "max_position_embeddings": 131072,
-    "quantization": "compressed-tensors",
-    "quantization_scheme": "w8a8_fp8",
-}
+SPARSE_LLAMA = llama_8b(
+    "acme/sparse-llama-3.1-8b-2of4-fp8-dynamic",
+    quantization="compressed-tensors",
+    quantization_scheme="w8a8_fp8",
+)
+# int4 weights in the marlin-24 layout (SI206), here with a sparsity_config too.
+MARLIN_LLAMA = llama_8b(
+    "acme/llama-3.1-8b-2of4-marlin24", quantization="compressed-tensors", quantization_scheme="w4a16_sparse24"
+)
 
 
-def _spec(version: str, instance: str, sparsity: str | None) -> dict[str, Any]:
-    model = {**SPARSE_LLAMA, "sparsity": sparsity} if sparsity else SPARSE_LLAMA
+def _spec(
+    version: str,
+    instance: str,
+    sparsity: str | None,
+    model: dict[str, Any] = SPARSE_LLAMA,
+    framework: str = "vllm",
+) -> dict[str, Any]:
     return deep_merge(
         REFERENCE_SPEC,
         {
             "instance_type": instance,
-            "container": {"version": version},
-            "model": model,
+            "container": {"framework": framework, "version": version},
+            "model": {**model, "sparsity": sparsity} if sparsity else model,
             "speculative": None,
-            "engine": {"tensor_parallel_size": 1, "dtype": "bfloat16", "max_model_len": 4096},
+            "engine": {"tensor_parallel_size": 1, "dtype": "float16", "max_model_len": 4096},
         },
     )
 
 
+def _findings(spec: dict[str, Any], code: str) -> Any:
+    return next((f for f in check(spec).findings if f.code == code), None)
+
+
 def _finding(version: str, instance: str, sparsity: str | None, code: str = "SI205") -> Any:
-    return next((f for f in check(_spec(version, instance, sparsity)).findings if f.code == code), None)
+    return _findings(_spec(version, instance, sparsity), code)
 
 
 def _errors(spec: dict[str, Any]) -> list[str]:
     return [f.code for f in check(spec).findings if f.severity == Severity.ERROR]
 
 
-H100, L40S = "ml.p5.48xlarge", "ml.g6e.xlarge"
+H100, L40S, B200 = "ml.p5.48xlarge", "ml.g6e.xlarge", "ml.p6-b200.48xlarge"
 
 
 def test_2_4_runs_up_to_0_18_1_on_hopper_only() -> None:
     assert _finding("0.18.1", H100, "2:4") is None
     refused = _finding("0.19.0", H100, "2:4")
     assert refused is not None and "Sparse24 models are no longer supported by vLLM" in refused.message
+    assert "when it builds the model's layers" in refused.message
     assert refused.fix.startswith("use a container with vLLM 0.18.1,")
     below = _finding("0.18.1", L40S, "2:4")  # L40S: 8.9
     assert below is not None and "compute capability >= 9.0" in below.message and "has 8.9" in below.message
-    assert "vLLM 0.18.1 on a Hopper family (p5, p5e, p5en)" in below.fix
+    assert "vLLM 0.18.1 on a family whose GPU loads it (p5, p5e, p5en)" in below.fix
+    # Above Hopper the scheme's floor passes, but the kernel it dispatches to is built for sm_90a alone.
+    above = _finding("0.18.1", B200, "2:4")  # B200: 10.0
+    assert (
+        above is not None
+        and "for compute capability 9.0 alone" in above.message
+        and "has 10.0" in above.message
+    )
+    assert "(p5, p5e, p5en)" in above.fix
     # The group's own scheme (W8A8 FP8, 8.9) is not what runs: SI203 leaves it to SI205.
     assert _finding("0.18.1", L40S, "2:4", "SI203") is None
     assert _finding("0.18.1", L40S, None, "SI203") is None  # the dense path runs on 8.9
@@ -193,21 +207,62 @@ def test_any_sparsity_config_is_refused_from_0_22_0() -> None:
     assert (
         refused is not None and "Sparsity support has been removed from compressed-tensors" in refused.message
     )
+    assert "when it reads the checkpoint's config" in refused.message and "has 8.9" not in refused.message
     assert refused.fix.startswith("use a container with vLLM 0.21.0,")
     assert "2:4" in (_finding("0.22.0", H100, "2:4") or refused).message
     assert _finding("0.27.1", L40S, None) is None
 
 
+def _spec_after_fix(spec: dict[str, Any], fix: str) -> list[dict[str, Any]]:
+    """The deployments the fix names: its container, on the deployment's instance or, where it names
+    families, on the smallest size of each."""
+    container = re.match(r"use (?:a container with vLLM (\S+?)|DJL LMI v(\d+) \(vLLM [^)]*\))[, ]", fix)
+    assert container is not None, fix
+    dlc, lmi = container.groups()
+    changed = {
+        "container": {"framework": "vllm", "version": dlc} if dlc else {"framework": "lmi", "version": lmi}
+    }
+    families = re.search(r" on (?:a|the) family whose GPU loads it \(([^)]*)\)", fix)
+    if families is None:
+        return [deep_merge(spec, changed)]
+    sizes = load_catalog().families
+    return [
+        deep_merge(spec, {**changed, "instance_type": f"ml.{family}.{next(iter(sizes[family].sizes))}"})
+        for family in families.group(1).split(", ")
+    ]
+
+
 @pytest.mark.parametrize(
-    ("version", "instance", "sparsity"),
-    [("0.19.0", H100, "2:4"), ("0.18.1", L40S, "2:4"), ("0.22.0", L40S, "other"), ("0.27.1", H100, "2:4")],
+    ("spec", "code"),
+    [
+        (_spec("0.19.0", H100, "2:4"), "SI205"),
+        (_spec("0.18.1", L40S, "2:4"), "SI205"),
+        (_spec("0.18.1", B200, "2:4"), "SI205"),
+        (_spec("0.22.0", L40S, "other"), "SI205"),
+        (_spec("0.27.1", H100, "2:4"), "SI205"),
+        # LMI v24 bundles vLLM 0.19.0: the fix names an LMI release, not a DLC.
+        (_spec("24", H100, "2:4", framework="lmi"), "SI205"),
+        # A marlin-24 checkpoint with a sparsity_config: SI205's fix (0.21.0 reads the config densely) must
+        # also clear SI206 (no scheme for the layout from 0.16.0), and the reverse.
+        (_spec("0.22.0", "ml.g5.xlarge", "other", MARLIN_LLAMA), "SI205"),
+        (_spec("0.22.0", "ml.g5.xlarge", "other", MARLIN_LLAMA), "SI206"),
+        (_spec("0.16.0", "ml.g4dn.xlarge", None, MARLIN_LLAMA), "SI206"),
+        # On the RTX PRO 6000 (12.0) LMI v18-v20 (vLLM up to 0.15.1) are built with CUDA 12.8, below
+        # FlashInfer's 12.9 there (SI201): no LMI release loads marlin-24 on g7e, the fix names families.
+        (_spec("21", "ml.g7e.2xlarge", None, MARLIN_LLAMA, "lmi"), "SI206"),
+    ],
 )
-def test_the_suggested_container_passes_every_rule(version: str, instance: str, sparsity: str) -> None:
-    finding = _finding(version, instance, sparsity)
+def test_the_suggested_fix_passes_every_rule(spec: dict[str, Any], code: str) -> None:
+    finding = _findings(spec, code)
     assert finding is not None
-    suggested = finding.fix.removeprefix("use a container with vLLM ").split(" ")[0].rstrip(",")
-    fixed_instance = instance if "Hopper family" not in finding.fix else H100
-    assert _errors(_spec(suggested, fixed_instance, sparsity)) == [], finding.fix
+    for fixed in _spec_after_fix(spec, finding.fix):
+        assert _errors(fixed) == [], (fixed["instance_type"], fixed["container"], finding.fix)
+
+
+def test_a_marlin_24_fix_on_g7e_with_lmi_names_families_not_a_release() -> None:
+    finding = _findings(_spec("21", "ml.g7e.2xlarge", None, MARLIN_LLAMA, "lmi"), "SI206")
+    assert finding.fix.startswith("use DJL LMI v20 (vLLM 0.15.1) on a family whose GPU loads it (")
+    assert "g7e" not in finding.fix.split("(", 2)[2].split(")")[0]
 
 
 def test_every_catalog_release_and_family() -> None:
@@ -219,10 +274,28 @@ def test_every_catalog_release_and_family() -> None:
             v = version_tuple(version)
             for sparsity in ("2:4", "other"):
                 problem = sparse_checkpoint_problem(version, sparsity, cc)
-                loads = v < (0, 22, 0) and (
-                    sparsity == "other" or (v < (0, 19, 0) and version_tuple(cc) >= (9, 0))
-                )
+                loads = v < (0, 22, 0) and (sparsity == "other" or (v < (0, 19, 0) and cc == "9.0"))
                 assert (problem is None) == loads, (family, version, sparsity)
+                if problem is not None:
+                    assert problem.gpu_bound == (v < (0, 19, 0) and sparsity == "2:4"), (family, version)
+
+
+def test_a_spec_may_add_sparsity_to_facts_that_carry_the_method() -> None:
+    # The spec gives only the id and the sparsity: the method comes with the fetched or catalog facts, so
+    # the spec is not refused for it; the resolved facts are judged (SI331).
+    added = deep_merge(REFERENCE_SPEC, {"model": {"id": "Qwen/Qwen3-32B", "sparsity": "2:4"}})
+    DeploymentSpec.model_validate(added)
+    finding = _findings(added, "SI331")
+    assert finding is not None and "sparsity '2:4' is given for quantization None" in finding.message
+    assert _findings(REFERENCE_SPEC, "SI331") is None
+
+
+@pytest.mark.parametrize(
+    "groups", [["group_0"], {"group_0": "Linear"}, {"group_0": None}], ids=["list", "string", "null"]
+)
+def test_config_groups_vllm_cannot_read_are_not_taken_for_the_2_4_kernel(groups: Any) -> None:
+    config = {**_hub_config(SPARSITY["2:4 sparse-24-bitmask"], (None, None)), "config_groups": groups}
+    assert checkpoint_sparsity(config) == "other"
 
 
 def test_spec_names_an_unknown_sparsity() -> None:
