@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from speculative_infra.catalog import Catalog, load_catalog
 from speculative_infra.catalog.models import ContainerImage, Draft, InstanceType, ModelFacts, version_tuple
 from speculative_infra.catalog.vllm_release import VllmRelease, available_vllm_versions, load_vllm_release
+from speculative_infra.context_limit import deployment_context_limit
 from speculative_infra.cost import CostEstimate, estimate_cost
 from speculative_infra.host_fit import choose_batch_host, choose_host
 from speculative_infra.parallel_sizes import (
@@ -161,7 +162,7 @@ class ResolvedDeployment(BaseModel):
         plan = self.memory_plan()
         if plan is None or self.model is None:
             return None
-        context = self.model.max_position_embeddings
+        context = model_context_tokens(self.model, self.engine, self.container)
         full = self.memory_plan(context) or plan
         return {
             "per_gpu_budget_gib": round(plan.budget_mib / 1024, 2),
@@ -405,6 +406,18 @@ def _resolve_engine(
     return engine
 
 
+def model_context_tokens(model: ModelFacts, engine: dict[str, Any], container: ContainerImage | None) -> int:
+    """The max_model_len the container's vLLM runs the model with when none is set (context_limit.py:
+    derived from the config's length keys, tokenizer and RoPE); max_position_embeddings where the release
+    is unknown or its arithmetic fails."""
+    derived = deployment_context_limit(
+        model, engine, container.vllm_version if container is not None else None
+    )
+    if derived is None or derived.failure is not None:
+        return model.max_position_embeddings
+    return derived.default
+
+
 def longest_fitting_length(fits: Callable[[int], int], limit: int) -> int:
     """The largest length L up to `limit` with fits(L) >= L, 0 where there is none. fits(L): the tokens one
     sequence's KV cache may hold at max_model_len L; it only shrinks as L grows, since vllm serve's default
@@ -485,7 +498,7 @@ def _default_max_model_len(
     defaults: list[str],
 ) -> int:
     """The model's context, capped to what the memory model says fits (the same plan rule SI300 checks)."""
-    limit = model.max_position_embeddings
+    limit = model_context_tokens(model, engine, container)
     if instance is None:
         defaults.append(f"engine.max_model_len={limit} (the model's context)")
         return limit

@@ -18,6 +18,7 @@ from speculative_infra.catalog.fact_base import version_tuple as version_tuple
 from speculative_infra.catalog.vllm_startup_checks import (
     BatchedTokensDefault,
     DraftingSlotChecks,
+    MaxModelLenDerivation,
     MultimodalDraftRefusals,
     ParallelWorldChecks,
     SchedulerChecks,
@@ -274,6 +275,17 @@ class InferenceComponentRegions(Sourced):
 # --- models and drafts ---------------------------------------------------------------------------
 
 
+class RopeParameters(Fact):
+    """One set of a config.json's RoPE parameters as vLLM reads them (rope_scaling, or rope_parameters; one
+    per layer type where the config nests them): the type (the legacy `type` key renamed, as vLLM's
+    patch_rope_parameters does), the scaling factor and YaRN's original context."""
+
+    rope_type: str = Field(min_length=1, max_length=64)
+    factor: int | float | None = Field(default=None, gt=0)  # None: not set, or set to null (factor_is_null)
+    factor_is_null: bool = False  # the config says "factor": null (vLLM 0.18.0 on reads it as 1.0)
+    original_max_position_embeddings: int | None = Field(default=None, ge=1)
+
+
 class ModelFacts(Fact):
     """A target model's architecture facts. Catalog entries carry a source; user-described ones say so."""
 
@@ -286,6 +298,13 @@ class ModelFacts(Fact):
     head_dim: int = Field(ge=1)
     hidden_size: int | None = Field(default=None, ge=1)
     max_position_embeddings: int = Field(ge=1)
+    # What else in config.json bounds the context vLLM derives (context_limit.py): its other length keys
+    # (seq_length, model_max_length, ...), its RoPE parameters, the top-level original context a longrope
+    # model defaults to, and tokenizer_config.json's model_max_length.
+    other_length_keys: dict[str, int] = Field(default_factory=dict)
+    rope: tuple[RopeParameters, ...] = ()
+    original_max_position_embeddings: int | None = Field(default=None, ge=1)
+    tokenizer_model_max_length: int | None = Field(default=None, ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     weights_gb: float | None = Field(default=None, gt=0)  # the checkpoint, where not parameters x dtype
     quantization: QuantizationMethod | None = None  # of the checkpoint's weights
@@ -488,6 +507,7 @@ class VllmFacts(Fact):
     parallel_world_checks: ParallelWorldChecks
     compressed_tensors_fallbacks: SchemeFallbacks
     sparse_checkpoint_checks: SparseCheckpointChecks
+    max_model_len_derivation: MaxModelLenDerivation
 
     def speculative_tokens_default(
         self, method: str, parallel_drafting: bool

@@ -187,3 +187,51 @@ class SparseCheckpointChecks(Sourced):
         if when is None:
             return None
         return self.sparsity_config_refusal if when == "config" else self.sparse_24_refusal
+
+
+class RopeTypesWithoutFactor(Fact):
+    """The RoPE types whose `factor` a range of releases does not multiply the derived length by."""
+
+    since: str
+    until: str | None = None  # inclusive; None: still in the newest release read
+    rope_types: frozenset[str]
+
+
+class MaxModelLenDerivation(Sourced):
+    """How ModelConfig derives the longest max_model_len it accepts from the model's config
+    (`_get_and_verify_max_len`; the arithmetic: context_limit.py): the smallest of the config's length keys
+    (its model_max_length, where set, instead), capped by the tokenizer's model_max_length, times the RoPE
+    scaling factor except for the types and model types listed."""
+
+    length_keys: tuple[str, ...]
+    length_without_keys: int = Field(ge=1)  # vLLM assumes this many tokens when no key is in the config
+    factor_skipped_for_model_types_containing: str  # Gemma 3's length is already scaled
+    rope_types_without_factor: list[RopeTypesWithoutFactor]
+    # Up to this release a YaRN config's length is its original_max_position_embeddings x factor.
+    yarn_from_original_until: str
+    # From this release an unset max_model_len on a longrope model is its original_max_position_embeddings.
+    longrope_default_original_since: str
+    # From this release a null factor counts as 1.0; before, the multiplication raises TypeError.
+    null_factor_as_one_since: str
+    # From this release RoPE parameters may be nested per layer type; before, one flat rope_scaling dict.
+    nested_rope_since: str
+    refusal: str  # vLLM's text, with {value}, {key}, {limit} and {model_max_length}
+
+    def rope_types_unscaled(self, release: str) -> frozenset[str]:
+        v = version_tuple(release)
+        for entry in self.rope_types_without_factor:
+            if version_tuple(entry.since) <= v and (entry.until is None or v <= version_tuple(entry.until)):
+                return entry.rope_types
+        raise LookupError(f"no RoPE type list for vLLM {release}")
+
+    def yarn_from_original(self, release: str) -> bool:
+        return version_tuple(release) <= version_tuple(self.yarn_from_original_until)
+
+    def longrope_defaults_to_original(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.longrope_default_original_since)
+
+    def null_factor_as_one(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.null_factor_as_one_since)
+
+    def reads_nested_rope(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.nested_rope_since)

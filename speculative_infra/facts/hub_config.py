@@ -21,7 +21,9 @@ from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
-from speculative_infra.catalog.models import Draft, ModelFacts
+from speculative_infra.catalog.loader import load_catalog
+from speculative_infra.catalog.models import Draft, ModelFacts, RopeParameters
+from speculative_infra.context_limit import rope_parameters
 from speculative_infra.model_consistency import (
     MAX_HIDDEN_SIZE,
     MAX_PARAMETERS_BILLION,
@@ -237,6 +239,19 @@ def _optional(config: dict[str, Any], key: str, repo_id: str) -> int | None:
     return int(value)
 
 
+def _rope(config: dict[str, Any], repo_id: str) -> tuple[RopeParameters, ...]:
+    """rope_parameters (transformers 5) or rope_scaling, as vLLM's max_model_len derivation reads it."""
+    key = "rope_parameters" if config.get("rope_parameters") is not None else "rope_scaling"
+    parsed = rope_parameters(config.get(key))
+    if parsed is None:
+        raise ConfigError(
+            f"{repo_id}: config.json's {key!r} is {_kind(config.get(key))}; allowed: an object with a rope_type "
+            "(or type) string, an optional positive factor and original_max_position_embeddings, or one such "
+            "object per layer type"
+        )
+    return parsed
+
+
 def _text(config: dict[str, Any], key: str, repo_id: str) -> str:
     value = config.get(key, "")
     if not _is_name(value):
@@ -269,6 +284,10 @@ def model_facts_from_config(
         parameters = int(weights_bytes // dtype_bytes(dtype))
     architectures = _strings(c, "architectures", repo_id) or [""]
     mtp = next((n for n in (_optional(c, k, repo_id) for k in _MTP_KEYS) if n is not None), 0)
+    lengths = load_catalog().vllm.max_model_len_derivation.length_keys
+    other_lengths = {
+        k: n for k in lengths if k != "max_position_embeddings" and (n := _optional(c, k, repo_id))
+    }
     return ModelFacts(
         architecture=architectures[0],
         model_type=_text(c, "model_type", repo_id),
@@ -279,6 +298,9 @@ def model_facts_from_config(
         head_dim=_optional(c, "head_dim", repo_id) or hidden // heads,
         hidden_size=hidden,
         max_position_embeddings=_required(c, "max_position_embeddings", repo_id),
+        other_length_keys=other_lengths,
+        rope=_rope(c, repo_id),
+        original_max_position_embeddings=_optional(c, "original_max_position_embeddings", repo_id) or None,
         dtype=dtype,
         weights_gb=None if weights_bytes is None else weights_bytes / 1e9,
         quantization=quantization,

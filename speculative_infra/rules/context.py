@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from speculative_infra.catalog.loader import load_catalog
+from speculative_infra.context_limit import deployment_context_limit, yarn_scaled_length
 from speculative_infra.model_consistency import model_facts_problems
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
@@ -14,23 +16,81 @@ from speculative_infra.rules.finding import Severity, Violation
     code="SI320",
     name="max-model-len-within-context",
     severity=Severity.ERROR,
-    title="max_model_len is at most the model's max_position_embeddings",
-    rationale="vLLM refuses a max_model_len longer than the model's context (unless RoPE scaling is configured).",
+    title="max_model_len is at most the context vLLM derives from the model's config",
+    rationale="vLLM refuses a max_model_len longer than the length it derives from the model's config: "
+    "the smallest of its length keys, capped by the tokenizer's model_max_length, times the RoPE factor "
+    "(not for llama3 or longrope, nor for YaRN from 0.30.0), after engine.hf_overrides.",
 )
 def max_model_len_within_context(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.model is None or "max_model_len" not in d.engine:
         return
-    if "rope_scaling" in d.engine or "hf_overrides" in d.engine:
-        return  # the user extends the context on purpose
-    limit = d.model.max_position_embeddings
     value = int(d.engine["max_model_len"])
+    release = d.container.vllm_version if d.container is not None else None
+    derived = deployment_context_limit(d.model, d.engine, release)
+    if derived is None or release is None:
+        yield from _without_release(d, value)
+        return
+    if derived.failure is not None:
+        yield Violation(
+            message=f"vLLM {release} stops at start-up deriving {d.model_id}'s context: {derived.failure}",
+            fix="set the factor in engine.hf_overrides (for example 1.0), or use a container with vLLM "
+            f"{load_catalog().vllm.max_model_len_derivation.null_factor_as_one_since} or newer, which reads "
+            "a null factor as 1.0",
+            field="engine.hf_overrides",
+        )
+        return
+    if not derived.refuses(value):
+        return
+    limit = int(derived.limit)
+    words = load_catalog().vllm.max_model_len_derivation.refusal.format(
+        value=value, key=derived.key, limit=derived.limit, model_max_length=derived.config_model_max_length
+    )
+    yield Violation(
+        message=f"max_model_len {value} is longer than vLLM {release} allows for {d.model_id}: it derives "
+        f"{limit} from the model's config{_derivation_note(d, release)} and refuses at start-up ('{words}'); "
+        f"allowed: 1 to {max(limit, derived.config_model_max_length or 0)}",
+        fix=f"set engine.max_model_len to at most {limit}{_yarn_fix(d, release, value)}",
+        field="engine.max_model_len",
+    )
+
+
+def _without_release(d: ResolvedDeployment, value: int) -> Iterator[Violation]:
+    """No vLLM release to derive with (or overrides it cannot read): the config's own context."""
+    assert d.model is not None
+    if "rope_scaling" in d.engine or "hf_overrides" in d.engine:
+        return  # the user changes the config; without the release's arithmetic there is nothing to hold
+    limit = d.model.max_position_embeddings
     if value > limit:
         yield Violation(
             message=f"max_model_len {value} exceeds {d.model_id}'s max_position_embeddings {limit}; "
             f"allowed: 1 to {limit}",
-            fix=f"set engine.max_model_len to at most {limit} (or configure rope_scaling)",
+            fix=f"set engine.max_model_len to at most {limit}",
             field="engine.max_model_len",
         )
+
+
+def _derivation_note(d: ResolvedDeployment, release: str) -> str:
+    assert d.model is not None
+    facts = load_catalog().vllm.max_model_len_derivation
+    if facts.yarn_from_original(release) or yarn_scaled_length(d.model, d.engine, facts) is None:
+        return ""
+    return (
+        f" (from vLLM {facts.rope_types_without_factor[-1].since} a YaRN factor is not applied: the length is "
+        "max_position_embeddings as the config, or engine.hf_overrides, gives it)"
+    )
+
+
+def _yarn_fix(d: ResolvedDeployment, release: str, value: int) -> str:
+    """Where YaRN covers the length: the max_position_embeddings override this release needs as well."""
+    assert d.model is not None
+    facts = load_catalog().vllm.max_model_len_derivation
+    scaled = yarn_scaled_length(d.model, d.engine, facts)
+    if facts.yarn_from_original(release) or scaled is None or value > scaled:
+        return ""
+    return (
+        f", or also set max_position_embeddings {scaled} in engine.hf_overrides (YaRN's factor x "
+        "original_max_position_embeddings)"
+    )
 
 
 @rule(

@@ -16,7 +16,8 @@ from speculative_infra.check import check
 MODEL = {
     k: v
     for k, v in load_catalog().models["Qwen/Qwen3-32B"].model_dump().items()
-    if v is not None and k not in ("source", "confidence")
+    # The context derivation's extra inputs (other length keys, RoPE) come from `facts fetch` only.
+    if v is not None and k not in ("source", "confidence", "other_length_keys", "rope")
 }
 
 
