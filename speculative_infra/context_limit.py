@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from speculative_infra.catalog.loader import load_catalog
-from speculative_infra.catalog.models import ModelFacts, RopeParameters
+from speculative_infra.catalog.models import ConfigLengths, ModelFacts, RopeParameters
 from speculative_infra.catalog.vllm_model_interfaces import load_vllm_model_interfaces
 from speculative_infra.catalog.vllm_startup_checks import MaxModelLenDerivation
 
@@ -124,8 +124,12 @@ def _overrides(engine: Mapping[str, Any]) -> dict[str, Any] | None:
     return overrides
 
 
-def _config(model: ModelFacts, engine: Mapping[str, Any], rules: MaxModelLenDerivation) -> _Config | None:
-    lengths = {"max_position_embeddings": model.max_position_embeddings, **model.other_length_keys}
+def _config(
+    model: ModelFacts | ConfigLengths, engine: Mapping[str, Any], rules: MaxModelLenDerivation
+) -> _Config | None:
+    lengths = dict(model.other_length_keys)
+    if model.max_position_embeddings is not None:
+        lengths["max_position_embeddings"] = model.max_position_embeddings
     rope = model.rope
     original = model.original_max_position_embeddings
     model_type = model.model_type
@@ -149,21 +153,24 @@ def _config(model: ModelFacts, engine: Mapping[str, Any], rules: MaxModelLenDeri
             if not isinstance(value, str):
                 return None
             model_type = value
-    return _Config(model_type, lengths, rope, original, model.tokenizer_model_max_length)
+    tokenizer = model.tokenizer_model_max_length if isinstance(model, ModelFacts) else None
+    return _Config(model_type, lengths, rope, original, tokenizer)
 
 
 def context_limit(
-    model: ModelFacts,
+    model: ModelFacts | ConfigLengths,
     engine: Mapping[str, Any],
     release: str,
     rules: MaxModelLenDerivation,
     *,
     multimodal: bool = False,
+    without_keys: int | None = None,
 ) -> ContextLimit | None:
     """What `release` derives for `model` with these engine args; None where it is not judged: overrides
     that cannot be read, overrides on a multimodal model (they land on its outer config, the length on its
     text config), nested RoPE parameters on a release that reads one flat dict, or a YaRN entry without
-    its original context."""
+    its original context. A config without a length key bounds nothing: vLLM keeps a given max_model_len
+    and runs an unset one with `without_keys` (a draft: its target's max_model_len) or its own 2048."""
     if multimodal and (_overrides(engine) or {}):
         return None
     config = _config(model, engine, rules)
@@ -180,8 +187,9 @@ def context_limit(
         derived, key = config_mml, "model_max_length"
     if config.tokenizer_model_max_length is not None:
         derived = min(derived, config.tokenizer_model_max_length)
-    if derived == math.inf:
-        derived = rules.length_without_keys
+    if derived == math.inf:  # vLLM returns before any RoPE scaling
+        default = without_keys if without_keys is not None else rules.length_without_keys
+        return ContextLimit(limit=math.inf, key=None, default=default, config_model_max_length=None)
     if len(config.rope) > 1 and not rules.reads_nested_rope(release):
         return None
     failure = None
@@ -227,6 +235,22 @@ def deployment_context_limit(
     interfaces = load_vllm_model_interfaces().releases.get(vllm_version)
     multimodal = interfaces is not None and model.architecture in interfaces.multimodal_architectures
     return context_limit(model, engine, vllm_version, rules, multimodal=multimodal)
+
+
+def draft_context_limit(
+    draft: ConfigLengths, target_max_model_len: int, vllm_version: str | None
+) -> ContextLimit | None:
+    """What `vllm_version` derives for a draft from its own config: the draft's ModelConfig gets none of the
+    user's hf_overrides, and where the config has no length key it runs with the target's max_model_len
+    (spec_target_max_model_len). None where the release is unknown or context_limit does not judge."""
+    if vllm_version is None:
+        return None
+    rules = load_catalog().vllm.max_model_len_derivation
+    try:
+        rules.rope_types_unscaled(vllm_version)
+    except LookupError:
+        return None
+    return context_limit(draft, {}, vllm_version, rules, without_keys=target_max_model_len)
 
 
 def yarn_scaled_length(

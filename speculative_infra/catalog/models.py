@@ -286,6 +286,18 @@ class RopeParameters(Fact):
     original_max_position_embeddings: int | None = Field(default=None, ge=1)
 
 
+class ConfigLengths(Fact):
+    """The keys of a config.json that vLLM derives a context from (context_limit.py), for a checkpoint whose
+    other facts are not those of a target model (a draft): its length keys, RoPE parameters and the
+    top-level original context a longrope config carries. A config without a length key has none here."""
+
+    model_type: str = ""
+    max_position_embeddings: int | None = Field(default=None, ge=1)
+    other_length_keys: dict[str, int] = Field(default_factory=dict)
+    rope: tuple[RopeParameters, ...] = ()
+    original_max_position_embeddings: int | None = Field(default=None, ge=1)
+
+
 class ModelFacts(Fact):
     """A target model's architecture facts. Catalog entries carry a source; user-described ones say so."""
 
@@ -344,6 +356,9 @@ class Draft(Sourced):
     # hidden states and score its vocabulary); None where not known.
     target_hidden_size: int | None = Field(default=None, ge=1)
     target_vocab_size: int | None = Field(default=None, ge=1)
+    # What the draft's own config.json gives vLLM to derive the draft's max_model_len from (SI416); None
+    # where it was not read.
+    config_lengths: ConfigLengths | None = None
 
 
 TextKind = Literal[

@@ -120,6 +120,14 @@ class SpeculativeMaxModelLenChecks(Sourced):
     methods_without_draft: frozenset[str]  # methods whose SpeculativeConfig skips the check
     draft_message: str  # vLLM's text, with {value} and {draft}
     target_message: str  # vLLM's text, with {value} and {target}
+    # From this release the draft's ModelConfig is given speculative.max_model_len and verifies it against
+    # the draft's own config (max_model_len_derivation's refusal); before, the draft derives its default
+    # max_model_len and draft_message compares speculative.max_model_len with that.
+    draft_given_max_model_len_since: str
+    draft_source: str  # where the draft's ModelConfig and its arguments were read
+
+    def draft_verifies_given_length(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.draft_given_max_model_len_since)
 
 
 class ParallelWorldChecks(Sourced):

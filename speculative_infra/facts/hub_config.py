@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeGuard
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from speculative_infra.catalog.loader import load_catalog
-from speculative_infra.catalog.models import Draft, ModelFacts, RopeParameters
+from speculative_infra.catalog.models import ConfigLengths, Draft, ModelFacts, RopeParameters
 from speculative_infra.context_limit import rope_parameters
 from speculative_infra.model_consistency import (
     MAX_HIDDEN_SIZE,
@@ -315,6 +315,21 @@ def model_facts_from_config(
     )
 
 
+def _config_lengths(config: dict[str, Any], repo_id: str) -> ConfigLengths:
+    """The keys vLLM derives a context length from, as the draft's ModelConfig reads them."""
+    keys = load_catalog().vllm.max_model_len_derivation.length_keys
+    return ConfigLengths(
+        model_type=_text(config, "model_type", repo_id),
+        max_position_embeddings=_optional(config, "max_position_embeddings", repo_id) or None,
+        other_length_keys={
+            k: n for k in keys if k != "max_position_embeddings" and (n := _optional(config, k, repo_id))
+        },
+        rope=_rope(config, repo_id),
+        original_max_position_embeddings=_optional(config, "original_max_position_embeddings", repo_id)
+        or None,
+    )
+
+
 def draft_facts_from_config(
     config: dict[str, Any], *, source: str, weights_bytes: int | None, repo_id: str = "the draft"
 ) -> Draft:
@@ -331,6 +346,9 @@ def draft_facts_from_config(
         verifier = None  # a local path the head was trained from: the target is not known
     hidden = shape.get("target_hidden_size") or shape.get("hidden_size")
     vocab = shape.get("vocab_size")
+    # vLLM reads a speculators-format head as its transformer_layer_config (over a few speculators keys),
+    # any other head as its top-level config.
+    lengths = _config_lengths(layer if "transformer_layer_config" in config else config, repo_id)
     return Draft(
         method=method,
         target=verifier or None,
@@ -340,6 +358,7 @@ def draft_facts_from_config(
         parallel_drafting=bool(config.get("parallel_drafting", False)),
         target_hidden_size=int(hidden) if _is_int(hidden) else None,
         target_vocab_size=int(vocab) if _is_int(vocab) else None,
+        config_lengths=lengths,
         source=source,
         confidence="reported",
     )

@@ -18,7 +18,9 @@ def _merged(known: T | None, fetched: T) -> T:
     # (a draft's target, which only some draft configs name).
     if known is None:
         return fetched
-    return known.model_copy(update=fetched.model_dump(exclude_none=True, exclude={"confidence"}))
+    # Validated again, so that nested facts (RoPE parameters, a draft's config lengths) stay models.
+    merged = {**known.model_dump(), **fetched.model_dump(exclude_none=True, exclude={"confidence"})}
+    return type(known).model_validate(merged)
 
 
 def catalog_with_facts(catalog: Catalog, fetched: Mapping[str, FetchedFacts]) -> Catalog:

@@ -1,7 +1,8 @@
-"""speculative.max_model_len against the target's (and, where known, the draft's) max_model_len: what
-SpeculativeConfig refuses when the engine starts (catalog: vllm.yaml `speculative_max_model_len_checks`).
-`speculative_max_len_refusal` is held to each release's own function run on probes
-(tests/golden/vllm_speculative_max_len.json)."""
+"""speculative.max_model_len against the target's and, where the draft's config is known, the draft's own
+max_model_len: what SpeculativeConfig refuses when the engine starts (catalog: vllm.yaml
+`speculative_max_model_len_checks`). `speculative_max_len_refusal` is held to each release's own function
+run on probes (tests/golden/vllm_speculative_max_len.json), `draft_config_refusal` to each release's draft
+ModelConfig and that function run in turn (tests/golden/vllm_draft_max_model_len.json)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
+from speculative_infra.context_limit import ContextLimit, draft_context_limit
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -31,6 +33,29 @@ def speculative_max_len_refusal(
     return None
 
 
+def draft_config_refusal(release: str, value: int, draft: ContextLimit) -> str | None:
+    """vLLM's words where this release refuses speculative.max_model_len `value` against the draft's own
+    config (`draft`: what the release derives from it), None where the draft takes it."""
+    facts = load_catalog().vllm.speculative_max_model_len_checks
+    if version_tuple(release) < version_tuple(facts.since):
+        return None
+    if not facts.draft_verifies_given_length(release):
+        # The draft runs with its default; _maybe_override_draft_max_model_len compares with that.
+        return facts.draft_message.format(value=value, draft=draft.default) if value > draft.default else None
+    if not draft.refuses(value):
+        return None
+    return load_catalog().vllm.max_model_len_derivation.refusal.format(
+        value=value, key=draft.key, limit=draft.limit, model_max_length=draft.config_model_max_length
+    )
+
+
+def _draft_allows(release: str, draft: ContextLimit) -> int:
+    """The longest speculative.max_model_len the draft's config lets this release start with."""
+    if not load_catalog().vllm.speculative_max_model_len_checks.draft_verifies_given_length(release):
+        return draft.default
+    return int(draft.limit)  # a draft's limit is at least its config's model_max_length (no tokenizer cap)
+
+
 def _positive_int(value: Any) -> int | None:
     """The value as vLLM's pydantic field reads it (an integer, or a string of digits), None where it refuses."""
     if isinstance(value, str) and value.strip().isdigit() and value.isascii():
@@ -42,10 +67,12 @@ def _positive_int(value: Any) -> int | None:
     code="SI416",
     name="speculative-max-model-len",
     severity=Severity.ERROR,
-    title="speculative.max_model_len is a positive integer no larger than the target's max_model_len",
+    title="speculative.max_model_len is a positive integer no larger than the draft's or the target's max_model_len",
     rationale="SpeculativeConfig (a positive integer field) refuses a max_model_len larger than the draft's "
     "or the target's when the engine starts, in every release read; n-gram, suffix and the other methods "
-    "without a draft model skip the check. The draft's own limit is not known offline.",
+    "without a draft model skip the check. The draft's own limit comes from its config.json (up to vLLM "
+    "0.20.2 its default max_model_len, from 0.21.0 the longest its config admits) and is judged where its "
+    "lengths are known (`facts fetch` reads them).",
 )
 def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative or d.vllm_release is None or d.speculative.get("max_model_len") is None:
@@ -66,6 +93,23 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.speculative.get("method") in facts.methods_without_draft or target is None:
         return
     release = d.vllm_release.vllm_version
+    lengths = d.draft.config_lengths if d.draft is not None else None
+    draft = draft_context_limit(lengths, target, release) if lengths is not None else None
+    words = draft_config_refusal(release, value, draft) if draft is not None else None
+    if draft is not None and words is not None:
+        step = (
+            "the draft's ModelConfig"
+            if load_catalog().vllm.speculative_max_model_len_checks.draft_verifies_given_length(release)
+            else "SpeculativeConfig"
+        )
+        yield Violation(
+            message=f"vLLM {release} refuses to start: {step} says '{words}' "
+            f"(from the config.json of the draft {d.speculative.get('model')})",
+            fix=f"lower speculative.max_model_len to at most {min(_draft_allows(release, draft), target)}, "
+            "or leave it out",
+            field="speculative.max_model_len",
+        )
+        return
     found = speculative_max_len_refusal(release, value, target=target)
     if found is None:
         return

@@ -240,3 +240,38 @@ def test_config_facts_of_quantized_checkpoints():
         weights_bytes=3 * 10**9,
     ).model
     assert m is not None and m.sparsity is None  # only compressed-tensors reads it
+
+
+def test_fetched_facts_merged_over_a_catalog_entry_keep_their_nested_facts():
+    # model_copy(update=...) would leave the fetched RoPE parameters as plain dicts, which the context
+    # derivation cannot read; the merge validates them again.
+    from speculative_infra.catalog import load_catalog
+    from speculative_infra.catalog.models import ConfigLengths, RopeParameters
+    from speculative_infra.facts.hub_config import FetchedFacts
+    from speculative_infra.facts.overlay import catalog_with_facts
+
+    catalog = load_catalog()
+    model = catalog.models["Qwen/Qwen3-32B"].model_copy(
+        update={"rope": (RopeParameters(rope_type="linear", factor=2.0),)}
+    )
+    draft = catalog.drafts["RedHatAI/Qwen3-32B-speculator.eagle3"].model_copy(
+        update={"config_lengths": ConfigLengths(max_position_embeddings=2048)}
+    )
+    merged = catalog_with_facts(
+        catalog,
+        {
+            "Qwen/Qwen3-32B": FetchedFacts(
+                repo_id="Qwen/Qwen3-32B", revision="main", origin="test", kind="model", model=model
+            ),
+            "RedHatAI/Qwen3-32B-speculator.eagle3": FetchedFacts(
+                repo_id="RedHatAI/Qwen3-32B-speculator.eagle3",
+                revision="main",
+                origin="test",
+                kind="draft",
+                draft=draft,
+            ),
+        },
+    )
+    assert isinstance(merged.models["Qwen/Qwen3-32B"].rope[0], RopeParameters)
+    lengths = merged.drafts["RedHatAI/Qwen3-32B-speculator.eagle3"].config_lengths
+    assert isinstance(lengths, ConfigLengths) and lengths.max_position_embeddings == 2048

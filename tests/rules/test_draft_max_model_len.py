@@ -1,0 +1,237 @@
+"""SI416 against the draft's own config: what each release's draft ModelConfig derives from it and refuses,
+held to the wheels' own code run in order (tests/golden/vllm_draft_max_model_len.json, written by
+scripts/probe_vllm_draft_max_model_len.py), then boundaries through `check` with fetched draft facts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.probe_vllm_draft_max_model_len import CASES as PROBE_CONFIGS
+from speculative_infra.catalog import load_catalog
+from speculative_infra.catalog.models import ConfigLengths, Draft
+from speculative_infra.check import check
+from speculative_infra.context_limit import draft_context_limit, rope_parameters
+from speculative_infra.facts.hub_config import FetchedFacts, draft_facts_from_config
+from speculative_infra.rules.speculative_max_len import draft_config_refusal, speculative_max_len_refusal
+from tests.conftest import REFERENCE_SPEC, deep_merge
+
+GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_draft_max_model_len.json").read_text())
+FACTS = load_catalog().vllm.speculative_max_model_len_checks
+LENGTH_KEYS = load_catalog().vllm.max_model_len_derivation.length_keys
+
+
+def _lengths(config: dict[str, Any]) -> ConfigLengths:
+    """A probe's stand-in config as the catalog's facts hold it."""
+    rope = rope_parameters(config.get("rope"))
+    assert rope is not None
+    return ConfigLengths(
+        model_type=config.get("model_type", ""),
+        max_position_embeddings=config.get("max_position_embeddings"),
+        other_length_keys={
+            k: config[k] for k in LENGTH_KEYS if k != "max_position_embeddings" and k in config
+        },
+        rope=rope,
+        original_max_position_embeddings=config.get("original_max_position_embeddings"),
+    )
+
+
+PROBES = [
+    pytest.param(release, probe, id=f"{release}-{i}")
+    for release, record in GOLDEN["releases"].items()
+    for i, probe in enumerate(record["probes"])
+]
+
+
+@pytest.mark.parametrize(("release", "probe"), PROBES)
+def test_the_verdict_matches_the_release(release: str, probe: dict[str, Any]) -> None:
+    draft = draft_context_limit(_lengths(PROBE_CONFIGS[probe["case"]]["config"]), probe["target"], release)
+    assert draft is not None
+    verdict, value, target = probe["verdict"], probe["speculative"], probe["target"]
+    if value is None:
+        # Unset: the draft runs with its default, capped by the target's max_model_len.
+        assert verdict == {"draft_max_model_len": draft.default, "max_model_len": min(draft.default, target)}
+        return
+    found = draft_config_refusal(release, value, draft)
+    if found is None:
+        target_refusal = speculative_max_len_refusal(release, value, target=target)
+        found = target_refusal[1] if target_refusal else None
+    assert found == verdict.get("message")
+
+
+def test_the_releases_give_the_draft_its_length_where_the_catalog_says() -> None:
+    for release, record in GOLDEN["releases"].items():
+        assert (
+            record["draft_given_max_model_len"] == "self.max_model_len"
+        ) is FACTS.draft_verifies_given_length(release), release
+        # With no length key, the draft runs with the target's max_model_len (draft_context_limit's default).
+        assert record["draft_spec_target_max_model_len"] == "self.target_model_config.max_model_len", release
+        assert record["verify_reads_spec_target"] is True, release
+
+
+def test_the_golden_table_refuses_at_both_steps() -> None:
+    steps = {
+        (FACTS.draft_verifies_given_length(r), p["verdict"].get("step"))
+        for r, record in GOLDEN["releases"].items()
+        for p in record["probes"]
+        if "error" in p["verdict"]
+    }
+    assert (False, "_maybe_override_draft_max_model_len") in steps
+    assert (True, "draft ModelConfig") in steps
+    assert (False, "draft ModelConfig") not in steps  # before 0.21.0 the draft derives its default only
+
+
+# A fetched EAGLE-3 head for the reference target (Qwen3-32B), its config.json's lengths varied.
+HEAD = "acme/Qwen3-32B-head.eagle3"
+
+
+def _fetched(lengths: ConfigLengths | None) -> dict[str, FetchedFacts]:
+    draft = Draft(
+        method="eagle3",
+        target="Qwen/Qwen3-32B",
+        size_gb=1.56,
+        target_hidden_size=5120,
+        target_vocab_size=151936,
+        config_lengths=lengths,
+        source="a stand-in config.json",
+        confidence="reported",
+    )
+    return {HEAD: FetchedFacts(repo_id=HEAD, revision="main", origin="test", kind="draft", draft=draft)}
+
+
+def _findings(
+    version: str, lengths: ConfigLengths | None, speculative: Any, max_model_len: int = 4096
+) -> list[Any]:
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "container": {"version": version},
+            "engine": {"max_model_len": max_model_len},
+            "speculative": {"model": HEAD, **({} if speculative is None else {"max_model_len": speculative})},
+        },
+    )
+    return check(spec, _fetched(lengths)).findings
+
+
+def _si416(*args: Any, **kwargs: Any) -> Any:
+    return next((f for f in _findings(*args, **kwargs) if f.code == "SI416"), None)
+
+
+HEAD_2048 = ConfigLengths(model_type="llama", max_position_embeddings=2048)
+
+
+def test_boundary_at_a_2048_token_head_before_the_draft_is_given_the_length() -> None:
+    assert _si416("0.20.2", HEAD_2048, 2048) is None
+    found = _si416("0.20.2", HEAD_2048, 2049)
+    assert found is not None and found.field == "speculative.max_model_len"
+    assert "speculative_max_model_len=2049 cannot be larger than draft_max_model_len=2048" in found.message
+    assert HEAD in found.message and "at most 2048" in found.fix
+
+
+def test_boundary_at_a_2048_token_head_once_the_draft_verifies_the_length() -> None:
+    assert _si416("0.21.0", HEAD_2048, 2048) is None
+    found = _si416("0.21.0", HEAD_2048, 2049)
+    assert found is not None
+    assert (
+        "User-specified max_model_len (2049) is greater than the derived max_model_len "
+        "(max_position_embeddings=2048 or model_max_length=None in model's config.json)." in found.message
+    )
+    assert "the draft's ModelConfig" in found.message and "at most 2048" in found.fix
+
+
+LONGROPE = ConfigLengths(
+    model_type="phi3",
+    max_position_embeddings=131072,
+    original_max_position_embeddings=4096,
+    rope=(rope_parameters({"rope_type": "longrope"}) or ())[0:1],
+)
+
+
+def test_a_longrope_head_is_held_to_its_default_then_to_its_whole_context() -> None:
+    # Up to 0.20.2 the draft runs with its default (the original 4096 from 0.11.1) and the speculative
+    # length is compared with it; from 0.21.0 the draft's ModelConfig admits up to 131072.
+    assert _si416("0.20.2", LONGROPE, 4096, max_model_len=8192) is None
+    found = _si416("0.20.2", LONGROPE, 4097, max_model_len=8192)
+    assert found is not None and "draft_max_model_len=4096" in found.message and "at most 4096" in found.fix
+    assert _si416("0.21.0", LONGROPE, 8192, max_model_len=8192) is None
+
+
+def test_the_target_still_bounds_a_head_that_admits_more() -> None:
+    found = _si416("0.21.0", LONGROPE, 8193, max_model_len=8192)
+    assert found is not None and "target_max_model_len=8192" in found.message and "at most 8192" in found.fix
+
+
+@pytest.mark.parametrize("lengths", [None, ConfigLengths(model_type="medusa")])
+def test_a_head_without_known_lengths_is_held_to_the_target_only(lengths: ConfigLengths | None) -> None:
+    # No lengths read, or a config with no length key (vLLM then keeps what it is given).
+    assert _si416("0.21.0", lengths, 4096) is None
+    assert _si416("0.20.2", lengths, 4096) is None
+    assert "target_max_model_len=4096" in _si416("0.21.0", lengths, 4097).message
+
+
+def test_the_users_hf_overrides_do_not_reach_the_draft() -> None:
+    # Dict overrides stay on the target's config (vllm.yaml speculative_max_model_len_checks.draft_source).
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "container": {"version": "0.21.0"},
+            "engine": {"hf_overrides": {"max_position_embeddings": 65536}},
+            "speculative": {"model": HEAD, "max_model_len": 2049},
+        },
+    )
+    assert any(f.code == "SI416" and "=2048 " in f.message for f in check(spec, _fetched(HEAD_2048)).findings)
+
+
+def test_an_unset_speculative_length_is_not_judged_against_the_draft() -> None:
+    assert _si416("0.21.0", HEAD_2048, None) is None
+
+
+@pytest.mark.parametrize("version", ["0.20.2", "0.21.0"])
+@pytest.mark.parametrize("lengths", [HEAD_2048, LONGROPE])
+@pytest.mark.parametrize("value", [2049, 4097, 8192, 131073])
+def test_the_fix_passes_every_rule(version: str, lengths: ConfigLengths, value: int) -> None:
+    before = _findings(version, lengths, value, max_model_len=8192)
+    found = next((f for f in before if f.code == "SI416"), None)
+    if found is None:
+        return
+    fixed = int(found.fix.split("at most ", 1)[1].split(",", 1)[0])
+    after = _findings(version, lengths, fixed, max_model_len=8192)
+    errors = {f.code for f in before if f.severity.value == "error"} - {"SI416"}
+    assert {f.code for f in after if f.severity.value == "error"} == errors
+
+
+def test_facts_fetch_reads_a_speculators_head_from_its_layer_config() -> None:
+    config = {
+        "speculators_model_type": "eagle3",
+        "max_position_embeddings": 131072,  # not what vLLM reads: the layer config is
+        "transformer_layer_config": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "max_position_embeddings": 2048,
+            "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192},
+        },
+        "speculators_config": {"verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
+    }
+    lengths = draft_facts_from_config(config, source="test", weights_bytes=None).config_lengths
+    assert lengths is not None and lengths.max_position_embeddings == 2048
+    assert [r.rope_type for r in lengths.rope] == ["llama3"]
+    draft = draft_context_limit(lengths, 8192, "0.21.0")
+    assert draft is not None and draft.limit == 2048
+
+
+def test_facts_fetch_reads_any_other_head_from_its_top_level() -> None:
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "max_position_embeddings": 2048,
+        "seq_length": 1024,
+    }
+    lengths = draft_facts_from_config(config, source="test", weights_bytes=None).config_lengths
+    assert lengths is not None and lengths.max_position_embeddings == 2048
+    assert lengths.other_length_keys == {"seq_length": 1024}
+    draft = draft_context_limit(lengths, 8192, "0.20.2")
+    assert draft is not None and draft.default == 1024
