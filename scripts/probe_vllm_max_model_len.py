@@ -16,6 +16,10 @@ annotations are stripped; `logger`, `current_platform` (a CUDA platform: no TPU,
 keeps the value) and `envs` (VLLM_ALLOW_LONG_MAX_MODEL_LEN unset) are stubs, and transformers'
 ALLOWED_LAYER_TYPES is a stand-in tuple (recorded).
 
+The tokenizer cases run the function as a pooling model with absolute position embeddings reaches it:
+ModelConfig.get_and_verify_max_len reads tokenizer_config.json only then (the `if` test is recorded as
+"tokenizer_config_read_when"); for a generating model it passes no tokenizer config.
+
 What it does not execute: loading config.json through transformers and vLLM's `patch_rope_parameters`.
 A probe's config is what the function reads after them: RoPE parameters with `rope_type` (the legacy
 `type` key already renamed), set both as `rope_scaling` (read up to 0.11.x) and `rope_parameters` (read
@@ -172,6 +176,18 @@ def load(archive: zipfile.ZipFile) -> tuple[str, Any, Any, list[str]]:
     return path, namespace[FUNCTION], key_method, helpers
 
 
+def tokenizer_read_when(archive: zipfile.ZipFile, path: str) -> list[str]:
+    """The `if` tests under which ModelConfig.get_and_verify_max_len reads tokenizer_config.json (the
+    tokenizer cases below only matter where they hold)."""
+    for node in ast.walk(ast.parse(archive.read(path))):
+        if isinstance(node, ast.FunctionDef) and node.name == "get_and_verify_max_len":
+            for branch in ast.walk(node):
+                if isinstance(branch, ast.If) and "try_get_tokenizer_config" in ast.unparse(branch.body):
+                    return [ast.unparse(branch.test)]
+            return []
+    raise LookupError("ModelConfig.get_and_verify_max_len not found")
+
+
 def hf_config(case: dict[str, Any]) -> SimpleNamespace:
     config = dict(case["config"])
     rope = config.pop("rope", None)
@@ -209,6 +225,7 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
     wheel = find_or_download(version, wheels_dir)
     with zipfile.ZipFile(wheel) as archive:
         path, function, key_method, helpers = load(archive)
+        tokenizer_when = tokenizer_read_when(archive, path)
     probes = []
     for name, case in CASES.items():
         default = run(function, key_method, case, None)
@@ -234,6 +251,7 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
         "function": f"{path}:{FUNCTION}",
         "length_keys_from": f"{CONVERTOR}:{KEY_METHOD}" if key_method is not None else path,
         "rope_helpers": helpers,
+        "tokenizer_config_read_when": tokenizer_when,
         "probes": probes,
     }
 

@@ -3,14 +3,16 @@
 vLLM's ModelConfig derives both from the model's config when the engine starts (`_get_and_verify_max_len`):
 
     length  = the smallest of the config's length keys (max_position_embeddings, seq_length, ...);
-              the config's model_max_length instead, where it sets one
-    length  = min(length, tokenizer_config.json's model_max_length)
+              the config's model_max_length instead, where it sets one (none: nothing is refused, and
+              an unset max_model_len is 2048, or a draft's target's)
     length *= the RoPE factor, unless the type is one the release leaves unscaled (llama3, longrope; YaRN
               from 0.30.0) or the model is Gemma 3; up to 0.29.0 a YaRN length is its original context first
     refused = max_model_len > length, unless the config's model_max_length admits it
 
 engine.hf_overrides (and engine.rope_scaling, which up to 0.11.0 vLLM turns into one) replace the
-config's keys first. The per-release facts are catalog facts (vllm.yaml max_model_len_derivation), held
+config's keys first. tokenizer_config.json's model_max_length caps the length only for pooling models with
+absolute position embeddings (ModelConfig passes it in no other case), so a generating endpoint never sees
+it. The per-release facts are catalog facts (vllm.yaml max_model_len_derivation), held
 to each wheel's own function by tests/golden/vllm_max_model_len.json.
 """
 
@@ -59,7 +61,6 @@ class _Config:
     lengths: dict[str, int]
     rope: tuple[RopeParameters, ...]
     original_max_position_embeddings: int | None
-    tokenizer_model_max_length: int | None
 
 
 def rope_parameters(value: Any) -> tuple[RopeParameters, ...] | None:
@@ -153,8 +154,7 @@ def _config(
             if not isinstance(value, str):
                 return None
             model_type = value
-    tokenizer = model.tokenizer_model_max_length if isinstance(model, ModelFacts) else None
-    return _Config(model_type, lengths, rope, original, tokenizer)
+    return _Config(model_type, lengths, rope, original)
 
 
 def context_limit(
@@ -185,8 +185,6 @@ def context_limit(
     config_mml = config.lengths.get("model_max_length")
     if config_mml:
         derived, key = config_mml, "model_max_length"
-    if config.tokenizer_model_max_length is not None:
-        derived = min(derived, config.tokenizer_model_max_length)
     if derived == math.inf:  # vLLM returns before any RoPE scaling
         default = without_keys if without_keys is not None else rules.length_without_keys
         return ContextLimit(limit=math.inf, key=None, default=default, config_model_max_length=None)

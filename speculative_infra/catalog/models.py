@@ -312,11 +312,11 @@ class ModelFacts(Fact):
     max_position_embeddings: int = Field(ge=1)
     # What else in config.json bounds the context vLLM derives (context_limit.py): its other length keys
     # (seq_length, model_max_length, ...), its RoPE parameters, the top-level original context a longrope
-    # model defaults to, and tokenizer_config.json's model_max_length.
+    # model defaults to. (tokenizer_config.json's model_max_length bounds only pooling models, which
+    # endpoints here do not serve.)
     other_length_keys: dict[str, int] = Field(default_factory=dict)
     rope: tuple[RopeParameters, ...] = ()
     original_max_position_embeddings: int | None = Field(default=None, ge=1)
-    tokenizer_model_max_length: int | None = Field(default=None, ge=1)
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     weights_gb: float | None = Field(default=None, gt=0)  # the checkpoint, where not parameters x dtype
     quantization: QuantizationMethod | None = None  # of the checkpoint's weights
