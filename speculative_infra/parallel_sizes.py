@@ -45,11 +45,20 @@ def memory_stages(engine: dict[str, Any], model: ModelFacts, container: Containe
     return stages
 
 
+def local_data_parallel_size(engine: dict[str, Any]) -> int:
+    """Data-parallel ranks on this node: data_parallel_size_local where set, else data_parallel_size
+    (vLLM's default for one node)."""
+    local = engine_parallel_value(engine, "data_parallel_size_local")
+    return local if local is not None and local >= 1 else engine_parallel_size(engine, "data_parallel_size")
+
+
 def other_parallel_sizes(engine: dict[str, Any]) -> int:
-    """The GPUs per tensor-parallel group: pipeline x data x prefill-context parallel sizes."""
-    product = 1
+    """The GPUs per tensor-parallel group on this node: pipeline x prefill-context parallel sizes x the
+    data-parallel ranks on this node."""
+    product = local_data_parallel_size(engine)
     for key in OTHER_PARALLEL_KEYS:
-        product *= engine_parallel_size(engine, key)
+        if key != "data_parallel_size":
+            product *= engine_parallel_size(engine, key)
     return product
 
 

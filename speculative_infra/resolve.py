@@ -22,6 +22,7 @@ from speculative_infra.parallel_sizes import (
     engine_parallel_size,
     engine_parallel_value,
     memory_stages,
+    local_data_parallel_size,
     other_parallel_sizes,
 )
 from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
@@ -100,8 +101,7 @@ class ResolvedDeployment(BaseModel):
     def local_data_parallel_size(self) -> int:
         """Data-parallel ranks on this node: data_parallel_size_local where set, else data_parallel_size
         (vLLM's default for one node)."""
-        local = engine_parallel_value(self.engine, "data_parallel_size_local")
-        return local if local is not None and local >= 1 else self.data_parallel_size
+        return local_data_parallel_size(self.engine)
 
     @property
     def gpus_used(self) -> int:

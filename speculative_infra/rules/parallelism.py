@@ -87,7 +87,10 @@ def _layout(d: ResolvedDeployment) -> str:
     parts = [f"tensor {d.tensor_parallel_size}"]
     for key, label in _OTHER_SIZES:
         value = engine_parallel_size(d.engine, key)
-        if value != 1:
+        local = d.local_data_parallel_size if key == "data_parallel_size" else value
+        if local != value:  # data_parallel_size_local: the ranks this node runs
+            parts.append(f"{label} {value} ({local} on this node)")
+        elif value != 1:
             parts.append(f"{label} {value}")
     return " x ".join(parts)
 

@@ -240,6 +240,31 @@ def test_the_default_tensor_parallel_size_leaves_room_for_the_other_ranks() -> N
     assert not [f for f in result.findings if f.code in ("SI310", "SI312", "SI313")]
 
 
+def test_the_default_tensor_parallel_size_counts_the_data_parallel_ranks_on_this_node() -> None:
+    # data_parallel_size 4 across nodes, 2 of them here: 2 ranks of tensor 2 fill the 4 GPUs.
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            **FOUR_GPUS,
+            "engine": {"tensor_parallel_size": None, "data_parallel_size": 4, "data_parallel_size_local": 2},
+        },
+    )
+    result = check(spec)
+    assert result.deployment.tensor_parallel_size == 2
+    assert not [f for f in result.findings if f.code in ("SI310", "SI312", "SI313")]
+
+
+def test_the_layout_names_the_data_parallel_ranks_on_this_node() -> None:
+    idle = _findings({"tensor_parallel_size": 1, "data_parallel_size": 4, "data_parallel_size_local": 2})[
+        "SI312"
+    ]
+    assert "tensor 1 x data 4 (2 on this node)" in idle.message and "use 2 of the 4 GPUs" in idle.message
+    found = _findings({"tensor_parallel_size": 2, "data_parallel_size": 2, "data_parallel_size_local": 3})[
+        "SI313"
+    ]
+    assert "tensor 2 x data 2 (3 on this node)" in found.message
+
+
 def test_a_pipeline_stage_holds_its_share_of_the_layers_and_one_vocabulary_table() -> None:
     model = load_catalog().model("Qwen/Qwen3-32B")
     assert model is not None and model.vocab_size and model.hidden_size
