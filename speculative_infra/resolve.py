@@ -20,9 +20,8 @@ from speculative_infra.host_fit import choose_batch_host, choose_host
 from speculative_infra.parallel_sizes import (
     default_tensor_parallel,
     engine_parallel_size,
-    engine_parallel_value,
-    memory_stages,
     local_data_parallel_size,
+    memory_stages,
     other_parallel_sizes,
 )
 from speculative_infra.sizing import MemoryPlan, memory_plan, serve_defaults
