@@ -16,6 +16,8 @@ that keyword out of the wheel's `ModelConfig(...)` call in SpeculativeConfig wit
 in that order with the wheel's own functions (loaded as scripts/probe_vllm_max_model_len.py and
 scripts/probe_vllm_speculative_max_len.py load them).
 
+The 2048-token head is also run with VLLM_ALLOW_LONG_MAX_MODEL_LEN set ("allowed_long").
+
 Not executed: loading the draft's config through transformers (a speculators-format config is read as its
 transformer_layer_config merged over the top level, which is what the stand-ins are), the draft's tokenizer
 (the target's; its model_max_length is left out here), and what later steps do with the result (0.27.0 on
@@ -103,6 +105,7 @@ def run(
     target: int,
     given: bool,
     spec_target: bool,
+    allow_long: bool = False,
 ) -> dict[str, Any]:
     config = derivation.hf_config(case)
     kwargs: dict[str, Any] = {
@@ -118,6 +121,7 @@ def run(
     if "model_arch_config" in params:
         derived = key_method(derivation.SimpleNamespace(hf_text_config=config))
         kwargs["model_arch_config"] = derivation.SimpleNamespace(derived_max_model_len_and_key=derived)
+    verify.__globals__["envs"] = derivation.SimpleNamespace(VLLM_ALLOW_LONG_MAX_MODEL_LEN=allow_long)
     try:
         draft = int(verify(**kwargs))
     except ValueError as exc:
@@ -157,6 +161,19 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
             for name, case in CASES.items()
             for s in SPECULATIVE
             for t in TARGET
+        ],
+        # The 2048-token head again with VLLM_ALLOW_LONG_MAX_MODEL_LEN set (the draft's ModelConfig warns
+        # instead of refusing; SpeculativeConfig's own comparison does not read it).
+        "allowed_long": [
+            {
+                "case": "head_2048",
+                "speculative": s,
+                "target": 8192,
+                "verdict": run(
+                    verify, key_method, maybe_override, CASES["head_2048"], s, 8192, given, spec_target, True
+                ),
+            }
+            for s in (2048, 2049, 8192, 8193)
         ],
     }
 

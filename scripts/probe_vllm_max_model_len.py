@@ -188,6 +188,28 @@ def tokenizer_read_when(archive: zipfile.ZipFile, path: str) -> list[str]:
     raise LookupError("ModelConfig.get_and_verify_max_len not found")
 
 
+ALLOW_LONG = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+ALLOW_LONG_VALUES = ("1", "true", "TRUE", " True ", "0", "false", "yes", "on", "2", "")
+
+
+def allow_long_parse(archive: zipfile.ZipFile) -> dict[str, bool]:
+    """vllm/envs.py's own reader of VLLM_ALLOW_LONG_MAX_MODEL_LEN, run on values (the empty string: unset)."""
+    tree = ast.parse(archive.read("vllm/envs.py"))
+    reader = next(
+        v
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for k, v in zip(node.keys, node.values, strict=True)
+        if isinstance(k, ast.Constant) and k.value == ALLOW_LONG
+    )
+    out = {}
+    for value in ALLOW_LONG_VALUES:
+        environ = {ALLOW_LONG: value} if value else {}
+        fake_os = SimpleNamespace(environ=environ, getenv=environ.get)
+        out[value] = bool(eval(compile(ast.Expression(reader), "<vllm>", "eval"), {"os": fake_os})())
+    return out
+
+
 def hf_config(case: dict[str, Any]) -> SimpleNamespace:
     config = dict(case["config"])
     rope = config.pop("rope", None)
@@ -198,7 +220,9 @@ def hf_config(case: dict[str, Any]) -> SimpleNamespace:
     return SimpleNamespace(**attrs)
 
 
-def run(function: Any, key_method: Any, case: dict[str, Any], max_model_len: int | None) -> dict[str, Any]:
+def run(
+    function: Any, key_method: Any, case: dict[str, Any], max_model_len: int | None, allow_long: bool = False
+) -> dict[str, Any]:
     config = hf_config(case)
     kwargs: dict[str, Any] = {
         "hf_config": config,
@@ -211,6 +235,7 @@ def run(function: Any, key_method: Any, case: dict[str, Any], max_model_len: int
     if "model_arch_config" in params:
         derived = key_method(SimpleNamespace(hf_text_config=config))
         kwargs["model_arch_config"] = SimpleNamespace(derived_max_model_len_and_key=derived)
+    function.__globals__["envs"] = SimpleNamespace(VLLM_ALLOW_LONG_MAX_MODEL_LEN=allow_long)
     try:
         return {"max_model_len": function(**kwargs)}
     except Exception as exc:  # the wheel's own refusal (ValueError), or what its code raises on the input
@@ -226,6 +251,7 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
     with zipfile.ZipFile(wheel) as archive:
         path, function, key_method, helpers = load(archive)
         tokenizer_when = tokenizer_read_when(archive, path)
+        allow_long = allow_long_parse(archive)
     probes = []
     for name, case in CASES.items():
         default = run(function, key_method, case, None)
@@ -252,6 +278,17 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
         "length_keys_from": f"{CONVERTOR}:{KEY_METHOD}" if key_method is not None else path,
         "rope_helpers": helpers,
         "tokenizer_config_read_when": tokenizer_when,
+        # The refusals again with VLLM_ALLOW_LONG_MAX_MODEL_LEN set: each value past the limit, as vLLM runs it.
+        f"{ALLOW_LONG}_parsed": allow_long,
+        "allowed_long": [
+            {
+                "case": p["case"],
+                "max_model_len": p["max_model_len"],
+                "verdict": run(function, key_method, CASES[p["case"]], p["max_model_len"], allow_long=True),
+            }
+            for p in probes
+            if p["verdict"].get("error") == "ValueError" and p["case"] in ("plain", "linear", "llama3")
+        ],
         "probes": probes,
     }
 

@@ -4,6 +4,7 @@ default batch `vllm serve` picks. The comparisons are the rules' (rules/schedule
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field
@@ -224,6 +225,16 @@ class MaxModelLenDerivation(Sourced):
     # From this release RoPE parameters may be nested per layer type; before, one flat rope_scaling dict.
     nested_rope_since: str
     refusal: str  # vLLM's text, with {value}, {key}, {limit} and {model_max_length}
+    # The environment variable that turns the refusal into a warning, the values it is read as true for
+    # (after strip().lower()), the warning vLLM logs, and where that was read.
+    allow_long_env: str
+    allow_long_true_values: frozenset[str]
+    allow_long_warning: str
+    allow_long_source: str
+
+    def allows_long(self, environment: Mapping[str, str]) -> bool:
+        value = environment.get(self.allow_long_env)
+        return isinstance(value, str) and value.strip().lower() in self.allow_long_true_values
 
     def rope_types_unscaled(self, release: str) -> frozenset[str]:
         v = version_tuple(release)

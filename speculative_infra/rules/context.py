@@ -18,8 +18,9 @@ from speculative_infra.rules.finding import Severity, Violation
     severity=Severity.ERROR,
     title="max_model_len is at most the context vLLM derives from the model's config",
     rationale="vLLM refuses a max_model_len longer than the length it derives from the model's config: "
-    "the smallest of its length keys, capped by the tokenizer's model_max_length, times the RoPE factor "
-    "(not for llama3 or longrope, nor for YaRN from 0.30.0), after engine.hf_overrides.",
+    "the smallest of its length keys (its model_max_length, where set), times the RoPE factor (not for "
+    "llama3 or longrope, nor for YaRN from 0.30.0), after engine.hf_overrides; unless "
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN is set in the environment (SI321).",
 )
 def max_model_len_within_context(d: ResolvedDeployment) -> Iterator[Violation]:
     if d.model is None or "max_model_len" not in d.engine:
@@ -28,7 +29,8 @@ def max_model_len_within_context(d: ResolvedDeployment) -> Iterator[Violation]:
     release = d.container.vllm_version if d.container is not None else None
     derived = deployment_context_limit(d.model, d.engine, release)
     if derived is None or release is None:
-        yield from _without_release(d, value)
+        if not _allows_long(d):
+            yield from _without_release(d, value)
         return
     if derived.failure is not None:
         yield Violation(
@@ -39,7 +41,7 @@ def max_model_len_within_context(d: ResolvedDeployment) -> Iterator[Violation]:
             field="engine.hf_overrides",
         )
         return
-    if not derived.refuses(value):
+    if not derived.refuses(value) or _allows_long(d):
         return
     limit = int(derived.limit)
     words = load_catalog().vllm.max_model_len_derivation.refusal.format(
@@ -50,6 +52,45 @@ def max_model_len_within_context(d: ResolvedDeployment) -> Iterator[Violation]:
         f"{limit} from the model's config{_derivation_note(d, release)} and refuses at start-up ('{words}'); "
         f"allowed: 1 to {max(limit, derived.config_model_max_length or 0)}",
         fix=f"set engine.max_model_len to at most {limit}{_yarn_fix(d, release, value)}",
+        field="engine.max_model_len",
+    )
+
+
+def _allows_long(d: ResolvedDeployment) -> bool:
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN in the container's environment, read as vLLM reads it."""
+    return load_catalog().vllm.max_model_len_derivation.allows_long(d.spec.environment)
+
+
+@rule(
+    code="SI321",
+    name="max-model-len-beyond-context-allowed",
+    severity=Severity.WARNING,
+    title="max_model_len beyond the derived context runs only on VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+    rationale="With VLLM_ALLOW_LONG_MAX_MODEL_LEN set to 1 or true in the environment, vLLM starts with a "
+    "max_model_len longer than the context it derives from the model's config, and only warns: positions "
+    "past that context give NaN (RoPE) or out-of-bounds reads (absolute positions).",
+)
+def max_model_len_beyond_context_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.model is None or "max_model_len" not in d.engine or not _allows_long(d):
+        return
+    value = int(d.engine["max_model_len"])
+    release = d.container.vllm_version if d.container is not None else None
+    derived = deployment_context_limit(d.model, d.engine, release)
+    if derived is None or release is None:
+        limit, past = d.model.max_position_embeddings, value > d.model.max_position_embeddings
+        if "rope_scaling" in d.engine or "hf_overrides" in d.engine:
+            return
+    else:
+        limit, past = int(derived.limit), derived.failure is None and derived.refuses(value)
+    if not past:
+        return
+    facts = load_catalog().vllm.max_model_len_derivation
+    yield Violation(
+        message=f"max_model_len {value} is longer than the {limit} tokens vLLM derives from {d.model_id}'s config; "
+        f"{facts.allow_long_env} in the environment lets it start anyway, and vLLM warns: "
+        f"'{facts.allow_long_warning}'",
+        fix=f"set engine.max_model_len to at most {limit} and drop {facts.allow_long_env}, or extend the "
+        "context the model supports (RoPE scaling in engine.hf_overrides) if it was trained for it",
         field="engine.max_model_len",
     )
 

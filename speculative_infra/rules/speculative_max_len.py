@@ -33,16 +33,20 @@ def speculative_max_len_refusal(
     return None
 
 
-def draft_config_refusal(release: str, value: int, draft: ContextLimit) -> str | None:
+def draft_config_refusal(
+    release: str, value: int, draft: ContextLimit, *, allow_long: bool = False
+) -> str | None:
     """vLLM's words where this release refuses speculative.max_model_len `value` against the draft's own
-    config (`draft`: what the release derives from it), None where the draft takes it."""
+    config (`draft`: what the release derives from it), None where the draft takes it. `allow_long`:
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, which the draft's ModelConfig (0.21.0 on) obeys and
+    SpeculativeConfig's own comparison (before) does not."""
     facts = load_catalog().vllm.speculative_max_model_len_checks
     if version_tuple(release) < version_tuple(facts.since):
         return None
     if not facts.draft_verifies_given_length(release):
         # The draft runs with its default; _maybe_override_draft_max_model_len compares with that.
         return facts.draft_message.format(value=value, draft=draft.default) if value > draft.default else None
-    if not draft.refuses(value):
+    if not draft.refuses(value) or allow_long:
         return None
     return load_catalog().vllm.max_model_len_derivation.refusal.format(
         value=value, key=draft.key, limit=draft.limit, model_max_length=draft.config_model_max_length
@@ -95,7 +99,8 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
     release = d.vllm_release.vllm_version
     lengths = d.draft.config_lengths if d.draft is not None else None
     draft = draft_context_limit(lengths, target, release) if lengths is not None else None
-    words = draft_config_refusal(release, value, draft) if draft is not None else None
+    allow_long = load_catalog().vllm.max_model_len_derivation.allows_long(d.spec.environment)
+    words = draft_config_refusal(release, value, draft, allow_long=allow_long) if draft is not None else None
     if draft is not None and words is not None:
         step = (
             "the draft's ModelConfig"

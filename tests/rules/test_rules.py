@@ -334,6 +334,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {**G5_QWEN14B, "engine": {"tensor_parallel_size": 4, "pipeline_parallel_size": 2}},
     ),
     "SI320": ({}, {"engine": {"max_model_len": 50000}}),
+    "SI321": (
+        {"engine": {"max_model_len": 40960}, "environment": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}},
+        {"engine": {"max_model_len": 40961}, "environment": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}},
+    ),
     "SI330": (
         {"model": UNKNOWN_MISTRAL, "speculative": None},
         {"model": {"id": "acme/unknown-7b"}, "speculative": None},
