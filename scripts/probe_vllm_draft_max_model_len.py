@@ -72,7 +72,7 @@ CASES: dict[str, dict[str, Any]] = {
     "config_model_max_length": {
         "config": {"model_type": "llama", "max_position_embeddings": 2048, "model_max_length": 32768}
     },
-    "no_length_key": {"config": {"model_type": "medusa"}},
+    "no_length_key": {"config": {"model_type": "speculators"}},
 }
 SPECULATIVE = (None, 2047, 2048, 2049, 4096, 4097, 8192, 8193, 32768, 32769, 40960, 40961, 131072)
 TARGET = (8192, 131072)
@@ -86,6 +86,32 @@ def draft_model_config_keywords(tree: ast.Module) -> dict[str, str]:
                 if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("ModelConfig"):
                     return {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg is not None}
     raise LookupError("no ModelConfig(...) call in SpeculativeConfig")
+
+
+def draft_is_target_when(tree: ast.Module) -> list[str]:
+    """The `if` tests under which SpeculativeConfig.__post_init__ makes the target's own checkpoint the draft
+    (`self.model = self.target_model_config.model`, from 0.29.0 its model_weights or model): the draft's
+    ModelConfig then reads the target's config."""
+    found: list[str] = []
+
+    def walk(node: ast.AST, path: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            step = path
+            if isinstance(node, ast.If):
+                test = ast.unparse(node.test)
+                step = [*path, test if child in node.body else f"not ({test})"]
+            if (
+                isinstance(child, ast.Assign)
+                and ast.unparse(child.targets[0]) == "self.model"
+                and "self.target_model_config.model" in ast.unparse(child.value)
+            ):
+                found.append(" and ".join(step))
+            walk(child, step)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
+            walk(node, [])
+    return found
 
 
 def passes_spec_target(archive: zipfile.ZipFile, path: str) -> bool:
@@ -151,6 +177,7 @@ def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
         "draft_given_max_model_len": keywords.get("max_model_len"),
         "draft_spec_target_max_model_len": keywords.get("spec_target_max_model_len"),
         "verify_reads_spec_target": spec_target,
+        "draft_is_target_when": draft_is_target_when(tree),
         "probes": [
             {
                 "case": name,

@@ -235,6 +235,18 @@ def deployment_context_limit(
     return context_limit(model, engine, vllm_version, rules, multimodal=multimodal)
 
 
+def config_lengths_of(model: ModelFacts) -> ConfigLengths:
+    """A target's config lengths as a draft's ModelConfig reads them (MTP: the target's checkpoint is the
+    draft)."""
+    return ConfigLengths(
+        model_type=model.model_type,
+        max_position_embeddings=model.max_position_embeddings,
+        other_length_keys=model.other_length_keys,
+        rope=model.rope,
+        original_max_position_embeddings=model.original_max_position_embeddings,
+    )
+
+
 def draft_context_limit(
     draft: ConfigLengths, target_max_model_len: int, vllm_version: str | None
 ) -> ContextLimit | None:

@@ -125,7 +125,14 @@ class SpeculativeMaxModelLenChecks(Sourced):
     # the draft's own config (max_model_len_derivation's refusal); before, the draft derives its default
     # max_model_len and draft_message compares speculative.max_model_len with that.
     draft_given_max_model_len_since: str
+    draft_is_target_since: dict[str, str]  # method -> first release whose draft is the target's checkpoint
     draft_source: str  # where the draft's ModelConfig and its arguments were read
+
+    def draft_is_target(self, method: str | None, release: str) -> bool:
+        """Whether this method's draft (none named) is the target's own checkpoint in this release."""
+        name = "mtp" if isinstance(method, str) and method.endswith("_mtp") else method
+        since = self.draft_is_target_since.get(name or "")
+        return since is not None and version_tuple(release) >= version_tuple(since)
 
     def draft_verifies_given_length(self, release: str) -> bool:
         return version_tuple(release) >= version_tuple(self.draft_given_max_model_len_since)

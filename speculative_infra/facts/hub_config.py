@@ -315,6 +315,21 @@ def model_facts_from_config(
     )
 
 
+def _draft_model_config(config: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    """The config vLLM derives a draft's context from: a speculators-format head (speculators_config set) as
+    its transformer_layer_config; an EAGLE config of model_type eagle as its nested `model`, with the
+    top-level keys set over it (EAGLEConfig); any other head as it is."""
+    if config.get("speculators_config") is not None:
+        return layer
+    nested = config.get("model")
+    if config.get("model_type") == "eagle" and isinstance(nested, dict):
+        return {
+            **nested,
+            **{k: v for k, v in config.items() if k not in ("model", "model_type", "architectures")},
+        }
+    return config
+
+
 def _config_lengths(config: dict[str, Any], repo_id: str) -> ConfigLengths:
     """The keys vLLM derives a context length from, as the draft's ModelConfig reads them."""
     keys = load_catalog().vllm.max_model_len_derivation.length_keys
@@ -346,9 +361,7 @@ def draft_facts_from_config(
         verifier = None  # a local path the head was trained from: the target is not known
     hidden = shape.get("target_hidden_size") or shape.get("hidden_size")
     vocab = shape.get("vocab_size")
-    # vLLM reads a speculators-format head as its transformer_layer_config (over a few speculators keys),
-    # any other head as its top-level config.
-    lengths = _config_lengths(layer if "transformer_layer_config" in config else config, repo_id)
+    lengths = _config_lengths(_draft_model_config(config, layer), repo_id)
     return Draft(
         method=method,
         target=verifier or None,

@@ -121,7 +121,13 @@ def parallel_ranks_within_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
             fix=f"set engine.{key} to 1 or more, or leave it out",
             field=f"engine.{key}",
         )
-    if below_one or d.instance is None or d.tensor_parallel_size > d.instance.gpu_count:
+    if below_one:
+        return
+    local = engine_parallel_value(d.engine, "data_parallel_size_local")
+    if local is not None and local != d.data_parallel_size:
+        yield _local_ranks_violation(d, local)
+        return
+    if d.instance is None or d.tensor_parallel_size > d.instance.gpu_count:
         return  # SI310 says it for the tensor-parallel size alone
     gpus, where = d.instance.gpu_count, f"the {d.instance.gpu_count} GPU(s) of {d.instance.name}"
     component = d.endpoint_kind == "inference_component"
@@ -160,6 +166,32 @@ def parallel_ranks_within_gpus(d: ResolvedDeployment) -> Iterator[Violation]:
         "cannot start",
         fix=f"set engine.{key} to at most {gpus // world}",
         field=f"engine.{key}",
+    )
+
+
+def _local_ranks_violation(d: ResolvedDeployment, local: int) -> Violation:
+    """data_parallel_size_local other than data_parallel_size: refused above it, a start-up that never
+    ends below it (the other ranks would run on nodes a SageMaker endpoint instance does not have)."""
+    total = d.data_parallel_size
+    ranks = min(local, total)
+    if d.instance is not None and d.world_size <= d.instance.gpu_count:
+        ranks = min(ranks, d.instance.gpu_count // d.world_size)  # the fix must fit the GPUs too
+    fix = f"set engine.data_parallel_size to {ranks} and leave engine.data_parallel_size_local out"
+    if local > total:
+        return Violation(
+            message=f"engine.data_parallel_size_local is {local}, more than data_parallel_size {total}; vLLM "
+            f"refuses at start-up ('data_parallel_size_local ({local}) must be <= data_parallel_size "
+            f"({total})', ParallelConfig.__post_init__)",
+            fix=fix,
+            field="engine.data_parallel_size_local",
+        )
+    return Violation(
+        message=f"engine.data_parallel_size_local {local} starts {local} of the {total} data-parallel ranks on "
+        f"this instance; vLLM's front end then waits, with no time limit, for the other {total - local} to "
+        "connect from other nodes (wait_for_engine_startup in vllm/v1/engine/utils.py), and a SageMaker "
+        "endpoint instance has no other node: the endpoint never becomes healthy",
+        fix=fix,
+        field="engine.data_parallel_size_local",
     )
 
 

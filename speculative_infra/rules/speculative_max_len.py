@@ -11,7 +11,7 @@ from typing import Any
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
-from speculative_infra.context_limit import ContextLimit, draft_context_limit
+from speculative_infra.context_limit import ContextLimit, config_lengths_of, draft_context_limit
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
 from speculative_infra.rules.finding import Severity, Violation
@@ -98,6 +98,16 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
         return
     release = d.vllm_release.vllm_version
     lengths = d.draft.config_lengths if d.draft is not None else None
+    source = f"the config.json of the draft {d.speculative.get('model')}"
+    method = d.speculative.get("method")
+    if (
+        lengths is None
+        and d.model is not None
+        and not d.speculative.get("model")
+        and facts.draft_is_target(method if isinstance(method, str) else None, release)
+    ):
+        lengths = config_lengths_of(d.model)
+        source = f"{d.model_id}'s own config.json, which the {method} draft reads without engine.hf_overrides"
     draft = draft_context_limit(lengths, target, release) if lengths is not None else None
     allow_long = load_catalog().vllm.max_model_len_derivation.allows_long(d.spec.environment)
     words = draft_config_refusal(release, value, draft, allow_long=allow_long) if draft is not None else None
@@ -108,8 +118,7 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
             else "SpeculativeConfig"
         )
         yield Violation(
-            message=f"vLLM {release} refuses to start: {step} says '{words}' "
-            f"(from the config.json of the draft {d.speculative.get('model')})",
+            message=f"vLLM {release} refuses to start: {step} says '{words}' (from {source})",
             fix=f"lower speculative.max_model_len to at most {min(_draft_allows(release, draft), target)}, "
             "or leave it out",
             field="speculative.max_model_len",

@@ -17,7 +17,7 @@ from speculative_infra.check import check
 from speculative_infra.context_limit import draft_context_limit, rope_parameters
 from speculative_infra.facts.hub_config import FetchedFacts, draft_facts_from_config
 from speculative_infra.rules.speculative_max_len import draft_config_refusal, speculative_max_len_refusal
-from tests.conftest import REFERENCE_SPEC, deep_merge
+from tests.conftest import LLAMA_8B_SHAPE, REFERENCE_SPEC, deep_merge
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_draft_max_model_len.json").read_text())
 FACTS = load_catalog().vllm.speculative_max_model_len_checks
@@ -164,7 +164,7 @@ def test_the_target_still_bounds_a_head_that_admits_more() -> None:
     assert found is not None and "target_max_model_len=8192" in found.message and "at most 8192" in found.fix
 
 
-@pytest.mark.parametrize("lengths", [None, ConfigLengths(model_type="medusa")])
+@pytest.mark.parametrize("lengths", [None, ConfigLengths(model_type="speculators")])
 def test_a_head_without_known_lengths_is_held_to_the_target_only(lengths: ConfigLengths | None) -> None:
     # No lengths read, or a config with no length key (vLLM then keeps what it is given).
     assert _si416("0.21.0", lengths, 4096) is None
@@ -235,3 +235,78 @@ def test_facts_fetch_reads_any_other_head_from_its_top_level() -> None:
     assert lengths.other_length_keys == {"seq_length": 1024}
     draft = draft_context_limit(lengths, 8192, "0.20.2")
     assert draft is not None and draft.default == 1024
+
+
+def test_facts_fetch_reads_the_layer_config_only_for_a_speculators_config() -> None:
+    # vLLM's get_config takes the speculators path on speculators_config, not on transformer_layer_config.
+    config = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "max_position_embeddings": 4096,
+        "transformer_layer_config": {"max_position_embeddings": 2048},
+    }
+    lengths = draft_facts_from_config(config, source="test", weights_bytes=None).config_lengths
+    assert lengths is not None and lengths.max_position_embeddings == 4096
+
+
+def test_facts_fetch_reads_an_eagle_config_from_its_nested_model() -> None:
+    # EAGLEConfig builds the nested `model` and sets the top-level keys it has over it.
+    config = {
+        "model_type": "eagle",
+        "architectures": ["EAGLEModel"],
+        "model": {"model_type": "llama", "hidden_size": 4096, "max_position_embeddings": 2048},
+    }
+    lengths = draft_facts_from_config(config, source="test", weights_bytes=None).config_lengths
+    assert lengths is not None and lengths.max_position_embeddings == 2048 and lengths.model_type == "llama"
+    config["max_position_embeddings"] = 8192
+    lengths = draft_facts_from_config(config, source="test", weights_bytes=None).config_lengths
+    assert lengths is not None and lengths.max_position_embeddings == 8192
+
+
+def test_the_releases_make_the_target_the_draft_where_the_catalog_says() -> None:
+    for release, record in GOLDEN["releases"].items():
+        when = " ".join(record["draft_is_target_when"])
+        for method in FACTS.draft_is_target_since:
+            assert (f"self.method == {method!r}" in when) is FACTS.draft_is_target(method, release), (
+                release,
+                method,
+            )
+    assert FACTS.draft_is_target("deepseek_mtp", "0.21.0")  # model-specific names become mtp
+
+
+# An MTP target described in the spec, 32768 tokens in its config.json, served longer through hf_overrides.
+MTP_TARGET = {
+    "id": "acme/mtp-8b",
+    **LLAMA_8B_SHAPE,
+    "max_position_embeddings": 32768,
+    "mtp_layers": 1,
+}
+
+
+def _mtp_si416(version: str, speculative: int, overrides: dict[str, Any] | None) -> Any:
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "container": {"version": version},
+            "model": MTP_TARGET,
+            "engine": {"max_model_len": 65536, **({"hf_overrides": overrides} if overrides else {})},
+            "speculative": {
+                "method": "mtp",
+                "model": None,
+                "num_speculative_tokens": 1,
+                "max_model_len": speculative,
+            },
+        },
+    )
+    spec["model"] = MTP_TARGET  # replace the reference target's id, not merge into it
+    return next((f for f in check(spec).findings if f.code == "SI416"), None)
+
+
+def test_an_mtp_draft_reads_the_targets_config_without_the_users_overrides() -> None:
+    longer = {"max_position_embeddings": 65536}
+    assert _mtp_si416("0.21.0", 32768, longer) is None
+    found = _mtp_si416("0.21.0", 32769, longer)
+    assert found is not None and "max_position_embeddings=32768" in found.message
+    assert "acme/mtp-8b's own config.json" in found.message and "at most 32768" in found.fix
+    found = _mtp_si416("0.20.2", 32769, longer)
+    assert found is not None and "draft_max_model_len=32768" in found.message
