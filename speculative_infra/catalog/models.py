@@ -470,6 +470,17 @@ class SpeculativeTokensDefault(Sourced):
     value: int = Field(ge=1)
 
 
+class ModelImplValues(Sourced):
+    """engine.model_impl: the values vLLM knows, and the first release whose ModelConfig takes any string
+    (before, the command line's choices refuse others); there an unknown value loads as "vllm" does."""
+
+    values: tuple[str, ...]
+    unchecked_since: str
+
+    def unchecked(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.unchecked_since)
+
+
 class TransformersBackend(Sourced):
     """The Transformers backend classes a text model loads as: the MoE one from `moe_any_expert_since` for
     any expert, before it for more than one."""
@@ -518,6 +529,7 @@ class VllmFacts(Fact):
     api_server_batched_tokens_default: BatchedTokensDefault
     speculative_max_model_len_checks: SpeculativeMaxModelLenChecks
     transformers_backend: TransformersBackend
+    model_impl: ModelImplValues
     drafting_slot_checks: DraftingSlotChecks
     parallel_world_checks: ParallelWorldChecks
     compressed_tensors_fallbacks: SchemeFallbacks

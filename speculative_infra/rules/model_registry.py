@@ -102,6 +102,37 @@ UNSUPPORTED = (
 )
 
 
+def _unknown_impl(d: ResolvedDeployment, release: str) -> bool:
+    """A model_impl string this release takes without checking and knows no branch for."""
+    facts = load_catalog().vllm.model_impl
+    impl = d.engine.get("model_impl")
+    return isinstance(impl, str) and impl not in facts.values and facts.unchecked(release)
+
+
+@rule(
+    code="SI342",
+    name="model-impl-known",
+    severity=Severity.WARNING,
+    title="engine.model_impl is one of the values vLLM knows",
+    rationale="From vLLM 0.11.0 ModelConfig takes any string as model_impl (no choices on the command line) "
+    "and its registry compares it only with auto, transformers and terratorch: a misspelt value starts, "
+    "loading as with model_impl vllm, without the Transformers backend it may have asked for.",
+)
+def model_impl_known(d: ResolvedDeployment) -> Iterator[Violation]:
+    if d.vllm_release is None or not _unknown_impl(d, d.vllm_release.vllm_version):
+        return
+    facts = load_catalog().vllm.model_impl
+    impl = str(d.engine["model_impl"])
+    shown = repr(impl) if len(impl) <= 40 else repr(impl[:40]) + "..."
+    yield Violation(
+        message=f"engine.model_impl is {shown}, not one of {', '.join(facts.values)}; vLLM "
+        f"{d.vllm_release.vllm_version} takes it without checking and loads the model as with model_impl vllm "
+        "(its own implementation, no Transformers backend)",
+        fix=f"set engine.model_impl to one of {', '.join(facts.values)} (lower case), or leave it out (auto)",
+        field="engine.model_impl",
+    )
+
+
 @rule(
     code="SI340",
     name="architecture-in-registry",
@@ -142,13 +173,15 @@ def architecture_in_registry(d: ResolvedDeployment) -> Iterator[Violation]:
 )
 def architecture_registered_for_vllm_impl(d: ResolvedDeployment) -> Iterator[Violation]:
     found = _unregistered(d)
-    if found is None or d.engine.get("model_impl") != "vllm":
+    impl = d.engine.get("model_impl")
+    if found is None or not (impl == "vllm" or _unknown_impl(d, found[0])):
         return
     release, wheel = found
     assert d.model is not None
+    shown = "vllm" if impl == "vllm" else f"{impl!r} (which loads as vllm does)"
     yield Violation(
         message=f"vLLM {release} does not register {d.model.architecture} ({d.model_id}'s architecture; read "
-        f"from {wheel}), and engine.model_impl: vllm keeps it from the Transformers backend: {UNSUPPORTED}",
+        f"from {wheel}), and engine.model_impl: {shown} keeps it from the Transformers backend: {UNSUPPORTED}",
         fix=_registering_fix(d, release)
         + "set engine.model_impl to auto (the Transformers backend stands in where transformers has the class)",
         field="engine.model_impl",

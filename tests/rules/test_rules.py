@@ -347,6 +347,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI331 window": ({"model": {"sliding_window_layers": 0}}, {"model": {"sliding_window_layers": 65}}),
     # An architecture no release registers loads through the Transformers backend, or not at all.
     "SI340": ({}, {"model": {"architecture": "AcmeForCausalLM"}}),
+    "SI342": ({"engine": {"model_impl": "transformers"}}, {"engine": {"model_impl": "Transformers"}}),
     "SI341": (
         {"engine": {"model_impl": "vllm"}},
         {"model": {"architecture": "AcmeForCausalLM"}, "engine": {"model_impl": "vllm"}},
