@@ -128,6 +128,8 @@ def _overrides(engine: Mapping[str, Any]) -> dict[str, Any] | None:
 def _config(
     model: ModelFacts | ConfigLengths, engine: Mapping[str, Any], rules: MaxModelLenDerivation
 ) -> _Config | None:
+    if isinstance(model, ModelFacts):
+        model = config_lengths_of(model)
     lengths = dict(model.other_length_keys)
     if model.max_position_embeddings is not None:
         lengths["max_position_embeddings"] = model.max_position_embeddings
@@ -218,17 +220,25 @@ def context_limit(
     )
 
 
-def deployment_context_limit(
-    model: ModelFacts, engine: Mapping[str, Any], vllm_version: str | None
-) -> ContextLimit | None:
-    """context_limit with the catalog's facts for the container's vLLM release; None where the release is
-    unknown or older than the facts read, or where context_limit does not judge."""
+def _release_rules(vllm_version: str | None) -> MaxModelLenDerivation | None:
+    """The catalog's derivation facts where they cover this release (None: unknown or older)."""
     if vllm_version is None:
         return None
     rules = load_catalog().vllm.max_model_len_derivation
     try:
         rules.rope_types_unscaled(vllm_version)
     except LookupError:
+        return None
+    return rules
+
+
+def deployment_context_limit(
+    model: ModelFacts, engine: Mapping[str, Any], vllm_version: str | None
+) -> ContextLimit | None:
+    """context_limit with the catalog's facts for the container's vLLM release; None where the release is
+    unknown or older than the facts read, or where context_limit does not judge."""
+    rules = _release_rules(vllm_version)
+    if rules is None or vllm_version is None:
         return None
     interfaces = load_vllm_model_interfaces().releases.get(vllm_version)
     multimodal = interfaces is not None and model.architecture in interfaces.multimodal_architectures
@@ -253,12 +263,8 @@ def draft_context_limit(
     """What `vllm_version` derives for a draft from its own config: the draft's ModelConfig gets none of the
     user's hf_overrides, and where the config has no length key it runs with the target's max_model_len
     (spec_target_max_model_len). None where the release is unknown or context_limit does not judge."""
-    if vllm_version is None:
-        return None
-    rules = load_catalog().vllm.max_model_len_derivation
-    try:
-        rules.rope_types_unscaled(vllm_version)
-    except LookupError:
+    rules = _release_rules(vllm_version)
+    if rules is None or vllm_version is None:
         return None
     return context_limit(draft, {}, vllm_version, rules, without_keys=target_max_model_len)
 

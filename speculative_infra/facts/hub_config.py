@@ -284,10 +284,8 @@ def model_facts_from_config(
         parameters = int(weights_bytes // dtype_bytes(dtype))
     architectures = _strings(c, "architectures", repo_id) or [""]
     mtp = next((n for n in (_optional(c, k, repo_id) for k in _MTP_KEYS) if n is not None), 0)
-    lengths = load_catalog().vllm.max_model_len_derivation.length_keys
-    other_lengths = {
-        k: n for k in lengths if k != "max_position_embeddings" and (n := _optional(c, k, repo_id))
-    }
+    max_position = _required(c, "max_position_embeddings", repo_id)  # refused in its own words first
+    lengths = _config_lengths(c, repo_id)
     return ModelFacts(
         architecture=architectures[0],
         model_type=_text(c, "model_type", repo_id),
@@ -297,10 +295,10 @@ def model_facts_from_config(
         num_key_value_heads=_optional(c, "num_key_value_heads", repo_id) or heads,
         head_dim=_optional(c, "head_dim", repo_id) or hidden // heads,
         hidden_size=hidden,
-        max_position_embeddings=_required(c, "max_position_embeddings", repo_id),
-        other_length_keys=other_lengths,
-        rope=_rope(c, repo_id),
-        original_max_position_embeddings=_optional(c, "original_max_position_embeddings", repo_id) or None,
+        max_position_embeddings=max_position,
+        other_length_keys=lengths.other_length_keys,
+        rope=lengths.rope,
+        original_max_position_embeddings=lengths.original_max_position_embeddings,
         dtype=dtype,
         weights_gb=None if weights_bytes is None else weights_bytes / 1e9,
         quantization=quantization,
