@@ -69,6 +69,16 @@ def test_a_region_s_own_dated_list_wins_over_the_us_east_1_fallback():
     assert other.usd_per_hour is None and other.fallback_region == "us-east-1"
 
 
+def test_ohio_has_its_own_hosting_prices_and_falls_back_for_the_rest():
+    # A public record of `aws pricing get-products` for us-east-2 (g6) and an article quoting the Price
+    # List API (g4dn.xlarge $0.736, against us-east-1's $0.7364).
+    assert estimate_cost("ml.g6.2xlarge", "us-east-2", 1, 1).price_region == "us-east-2"
+    t4 = estimate_cost("ml.g4dn.xlarge", "us-east-2", 1, 1)
+    assert t4.usd_per_hour == 0.736 and t4.price_region == "us-east-2"
+    larger = estimate_cost("ml.g6.12xlarge", "us-east-2", 1, 1)
+    assert larger.usd_per_hour is None and larger.fallback_region == "us-east-1"
+
+
 def test_an_instance_priced_nowhere_says_unknown_and_how_to_set_it():
     cost = estimate_cost("ml.p5en.48xlarge", "us-east-1", 1, 1)
     assert cost.usd_per_hour is None and cost.fallback_usd_per_hour is None

@@ -35,15 +35,34 @@ def test_p5e_is_known_in_oregon_only_and_g7e_in_mumbai() -> None:
 
 
 def test_a_family_without_sources_is_not_judged() -> None:
-    assert load_catalog().hosting_regions("g4dn") is None
+    assert load_catalog().hosting_regions("p5") is None
     spec = {
         "region": "sa-east-1",
-        "instance_type": "ml.g4dn.xlarge",
-        "model": {"id": "Qwen/Qwen3-8B"},
-        "speculative": None,
-        "engine": {"tensor_parallel_size": 1},
+        "instance_type": "ml.p5.48xlarge",
+        "engine": {"tensor_parallel_size": 8},
     }
     assert _si112(spec) is None
+
+
+G4DN = {"instance_type": "ml.g4dn.xlarge", "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None,
+        "engine": {"tensor_parallel_size": 1}}
+G6 = {**G4DN, "instance_type": "ml.g6.xlarge"}
+
+
+def test_g4dn_is_known_in_the_four_us_regions_and_ireland() -> None:
+    # One account's endpoint quotas (all four US regions) and a bill from Ireland.
+    for region in ("us-east-1", "us-east-2", "us-west-1", "us-west-2", "eu-west-1"):
+        assert _si112({**G4DN, "region": region}) is None, region
+    found = _si112({**G4DN, "region": "eu-central-1"})
+    assert found is not None and "g4dn" in found.message and "us-west-1" in found.message
+
+
+def test_g6_has_no_quota_entry_in_northern_california() -> None:
+    # The same account's quota table has no ml.g6 entry in us-west-1: the boundary of the list.
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        assert _si112({**G6, "region": region}) is None, region
+    found = _si112({**G6, "region": "us-west-1"})
+    assert found is not None and "g6 " in found.message and "us-east-2" in found.message
 
 
 def test_every_listed_region_is_a_real_region_with_a_source() -> None:
@@ -53,4 +72,4 @@ def test_every_listed_region_is_a_real_region_with_a_source() -> None:
         assert family in cat.families, family
         for item in evidence:
             assert set(item.regions) <= known, (family, item.regions)
-            assert item.source.startswith(("https://", "aws-samples/", "AWS Price List")), item.source
+            assert item.source.startswith(("https://", "aws-samples/", "xbill9/", "AWS Price List")), item.source
