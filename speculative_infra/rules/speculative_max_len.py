@@ -11,6 +11,7 @@ from typing import Any
 
 from speculative_infra.catalog import load_catalog
 from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.vllm_startup_checks import SpeculativeMaxModelLenChecks
 from speculative_infra.context_limit import ContextLimit, config_lengths_of, draft_context_limit
 from speculative_infra.resolve import ResolvedDeployment
 from speculative_infra.rules.decorator import rule
@@ -60,6 +61,29 @@ def _draft_allows(release: str, draft: ContextLimit) -> int:
     return int(draft.limit)  # a draft's limit is at least its config's model_max_length (no tokenizer cap)
 
 
+def _checks() -> SpeculativeMaxModelLenChecks:
+    return load_catalog().vllm.speculative_max_model_len_checks
+
+
+def _draft_of(d: ResolvedDeployment, target: int, release: str) -> tuple[ContextLimit, str] | None:
+    """What this release derives from the draft's own config, and where that config is; None where its
+    lengths are not known (a catalogued draft without them, a head `facts fetch` has not read)."""
+    assert d.speculative is not None
+    lengths = d.draft.config_lengths if d.draft is not None else None
+    source = f"the config.json of the draft {d.speculative.get('model')}"
+    method = d.speculative.get("method")
+    if (
+        lengths is None
+        and d.model is not None
+        and not d.speculative.get("model")
+        and _checks().draft_is_target(method if isinstance(method, str) else None, release)
+    ):
+        lengths = config_lengths_of(d.model)
+        source = f"{d.model_id}'s own config.json, which the {method} draft reads without engine.hf_overrides"
+    draft = draft_context_limit(lengths, target, release) if lengths is not None else None
+    return (draft, source) if draft is not None else None
+
+
 def _positive_int(value: Any) -> int | None:
     """The value as vLLM's pydantic field reads it (an integer, or a string of digits), None where it refuses."""
     if isinstance(value, str) and value.strip().isdigit() and value.isascii():
@@ -92,23 +116,11 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
             field="speculative.max_model_len",
         )
         return
-    facts = load_catalog().vllm.speculative_max_model_len_checks
     target = _positive_int(d.engine.get("max_model_len"))
-    if d.speculative.get("method") in facts.methods_without_draft or target is None:
+    if d.speculative.get("method") in _checks().methods_without_draft or target is None:
         return
     release = d.vllm_release.vllm_version
-    lengths = d.draft.config_lengths if d.draft is not None else None
-    source = f"the config.json of the draft {d.speculative.get('model')}"
-    method = d.speculative.get("method")
-    if (
-        lengths is None
-        and d.model is not None
-        and not d.speculative.get("model")
-        and facts.draft_is_target(method if isinstance(method, str) else None, release)
-    ):
-        lengths = config_lengths_of(d.model)
-        source = f"{d.model_id}'s own config.json, which the {method} draft reads without engine.hf_overrides"
-    draft = draft_context_limit(lengths, target, release) if lengths is not None else None
+    draft, source = _draft_of(d, target, release) or (None, "")
     allow_long = load_catalog().vllm.max_model_len_derivation.allows_long(d.spec.environment)
     words = draft_config_refusal(release, value, draft, allow_long=allow_long) if draft is not None else None
     if draft is not None and words is not None:
@@ -130,5 +142,45 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
     yield Violation(
         message=f"vLLM {release} refuses to start: {found[1]} (engine.max_model_len)",
         fix=f"lower speculative.max_model_len to at most {target}, or leave it out",
+        field="speculative.max_model_len",
+    )
+
+
+@rule(
+    code="SI417",
+    name="speculative-max-model-len-beyond-draft-context-allowed",
+    severity=Severity.WARNING,
+    title="speculative.max_model_len beyond the draft's context runs only on VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+    rationale="From vLLM 0.21.0 the draft's ModelConfig verifies speculative.max_model_len against the "
+    "draft's own config.json, and obeys VLLM_ALLOW_LONG_MAX_MODEL_LEN: with it set to 1 or true, the draft "
+    "starts with a length past the context it derives, and vLLM only warns. Before 0.21.0 SpeculativeConfig's "
+    "own comparison refuses it whatever the environment (SI416).",
+)
+def speculative_max_model_len_beyond_draft_allowed(d: ResolvedDeployment) -> Iterator[Violation]:
+    derivation = load_catalog().vllm.max_model_len_derivation
+    if not d.speculative or d.vllm_release is None or not derivation.allows_long(d.spec.environment):
+        return
+    value = _positive_int(d.speculative.get("max_model_len"))
+    target = _positive_int(d.engine.get("max_model_len"))
+    release = d.vllm_release.vllm_version
+    if (
+        value is None
+        or target is None
+        or value > target
+        or d.speculative.get("method") in _checks().methods_without_draft
+    ):
+        return  # SI416 judges these
+    if not _checks().draft_verifies_given_length(release):
+        return  # before 0.21.0 SpeculativeConfig refuses it whatever the environment (SI416)
+    found = _draft_of(d, target, release)
+    if found is None or found[0].failure is not None or not found[0].refuses(value):
+        return
+    draft, source = found
+    yield Violation(
+        message=f"speculative.max_model_len {value} is longer than the {int(draft.limit)} tokens vLLM {release} "
+        f"derives from {source}; {derivation.allow_long_env} in the environment lets the draft start anyway, "
+        f"and vLLM warns: '{derivation.allow_long_warning}'",
+        fix=f"lower speculative.max_model_len to at most {int(draft.limit)}, or leave it out (the draft then "
+        "runs to its own context or the target's max_model_len, whichever is shorter)",
         field="speculative.max_model_len",
     )

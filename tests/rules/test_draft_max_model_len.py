@@ -310,3 +310,73 @@ def test_an_mtp_draft_reads_the_targets_config_without_the_users_overrides() -> 
     assert "acme/mtp-8b's own config.json" in found.message and "at most 32768" in found.fix
     found = _mtp_si416("0.20.2", 32769, longer)
     assert found is not None and "draft_max_model_len=32768" in found.message
+
+
+# SI417: with VLLM_ALLOW_LONG_MAX_MODEL_LEN set, a release whose draft ModelConfig verifies the length lets
+# the draft run past its own context (the golden table's "allowed_long" probes of the 2048-token head).
+ALLOW_LONG = load_catalog().vllm.max_model_len_derivation.allow_long_env
+DLC_RELEASES = set(load_catalog().vllm_dlc_versions())
+
+
+def _draft_codes(
+    version: str, speculative: int, environment: dict[str, str], max_model_len: int = 8192
+) -> dict[str, Any]:
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "container": {"version": version},
+            "engine": {"max_model_len": max_model_len},
+            "environment": environment,
+            "speculative": {"model": HEAD, "max_model_len": speculative},
+        },
+    )
+    return {f.code: f for f in check(spec, _fetched(HEAD_2048)).findings}
+
+
+ALLOWED_LONG = [
+    pytest.param(release, probe, id=f"{release}-{probe['speculative']}")
+    for release, record in GOLDEN["releases"].items()
+    if release in DLC_RELEASES
+    for probe in record["allowed_long"]
+]
+
+
+@pytest.mark.parametrize(("release", "probe"), ALLOWED_LONG)
+def test_the_variable_turns_the_draft_refusal_into_a_warning_where_the_release_does(
+    release: str, probe: dict[str, Any]
+) -> None:
+    found = _draft_codes(release, probe["speculative"], {ALLOW_LONG: "1"}, probe["target"])
+    starts = "error" not in probe["verdict"]
+    assert ("SI416" not in found) is starts, found.get("SI416")
+    past_the_head = probe["speculative"] > HEAD_2048.max_position_embeddings
+    assert ("SI417" in found) is (starts and past_the_head)
+
+
+def test_the_draft_warning_boundary_and_words() -> None:
+    assert "SI417" not in _draft_codes("0.21.0", 2048, {ALLOW_LONG: "1"})
+    warning = _draft_codes("0.21.0", 2049, {ALLOW_LONG: "true"})["SI417"]
+    assert warning.severity.value == "warning" and warning.field == "speculative.max_model_len"
+    assert "2048 tokens vLLM 0.21.0 derives from the config.json of the draft" in warning.message
+    assert HEAD in warning.message and "lead to nan" in warning.message and "at most 2048" in warning.fix
+    # Without the variable (or with a value vLLM does not read as true) the refusal stands, with no warning.
+    for environment in ({}, {ALLOW_LONG: "yes"}):
+        found = _draft_codes("0.21.0", 2049, environment)
+        assert "SI416" in found and "SI417" not in found
+    # Past the target's max_model_len the target's own comparison refuses, variable or not.
+    found = _draft_codes("0.21.0", 8193, {ALLOW_LONG: "1"})
+    assert "SI416" in found and "SI417" not in found
+
+
+def test_the_draft_warning_needs_the_draft_s_lengths() -> None:
+    found = _draft_codes("0.21.0", 2049, {ALLOW_LONG: "1"})
+    assert "SI417" in found
+    spec = deep_merge(
+        REFERENCE_SPEC,
+        {
+            "container": {"version": "0.21.0"},
+            "engine": {"max_model_len": 8192},
+            "environment": {ALLOW_LONG: "1"},
+            "speculative": {"model": HEAD, "max_model_len": 2049},
+        },
+    )
+    assert "SI417" not in {f.code for f in check(spec, _fetched(None)).findings}

@@ -44,6 +44,13 @@ SPARSE_24_FP8_LLAMA = llama_8b(
     sparsity="2:4",
 )
 
+_MTP_LONG: dict[str, Any] = {
+    "container": {"version": "0.21.0"},
+    "engine": {"max_model_len": 65536},
+    "environment": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+    "speculative": {"method": "mtp", "model": None},
+}
+
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI100": ({}, {"instance_type": "ml.g5.13xlarge"}),
     # botocore's TransformInstanceType list has g6e but no g7e.
@@ -355,6 +362,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "SI400": ({}, {"speculative": {"method": "eagle9"}}),
     # The reference spec serves max_model_len 4096.
     "SI416": ({"speculative": {"max_model_len": 4096}}, {"speculative": {"max_model_len": 4097}}),
+    # An MTP draft reads the target's own config (Qwen3-32B: 40960 tokens); the variable lets it run past it.
+    "SI417": (
+        {**_MTP_LONG, "speculative": {**_MTP_LONG["speculative"], "max_model_len": 40960}},
+        {**_MTP_LONG, "speculative": {**_MTP_LONG["speculative"], "max_model_len": 40961}},
+    ),
     # vLLM 0.14.x is the last to refuse a plain draft model; the first DLC after it is 0.15.1
     "SI400 refused": (
         {"speculative": {"method": "draft_model", "model": "Qwen/Qwen3-0.6B"}},
