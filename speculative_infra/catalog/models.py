@@ -18,6 +18,7 @@ from speculative_infra.catalog.fact_base import version_tuple as version_tuple
 from speculative_infra.catalog.vllm_startup_checks import (
     BatchedTokensDefault,
     DraftingSlotChecks,
+    DraftRopeCache,
     MaxModelLenDerivation,
     MultimodalDraftRefusals,
     ParallelWorldChecks,
@@ -528,6 +529,7 @@ class VllmFacts(Fact):
     multimodal_draft_refusals: MultimodalDraftRefusals
     api_server_batched_tokens_default: BatchedTokensDefault
     speculative_max_model_len_checks: SpeculativeMaxModelLenChecks
+    draft_rope_cache: DraftRopeCache
     transformers_backend: TransformersBackend
     model_impl: ModelImplValues
     drafting_slot_checks: DraftingSlotChecks

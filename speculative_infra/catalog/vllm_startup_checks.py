@@ -138,6 +138,29 @@ class SpeculativeMaxModelLenChecks(Sourced):
         return version_tuple(release) >= version_tuple(self.draft_given_max_model_len_since)
 
 
+class DraftRopeCache(Sourced):
+    """A draft that shares the target's positions (EAGLE, and DFlash / DSpark) has a rotary cache of as many
+    positions as its own config's max_position_embeddings (for the RoPE types listed; linear and dynamic
+    scaling multiply it), while the proposer feeds it the target's positions, up to the target's
+    max_model_len. Before the method's release in `raised_since` a draft config shorter than that reads
+    past the cache once a sequence gets there; from it SpeculativeConfig raises the draft's
+    max_position_embeddings to the target's max_model_len."""
+
+    raised_since: dict[str, str]  # method -> first release whose SpeculativeConfig raises it
+    rope_types_sized_by_max_position: frozenset[str]
+    failure: str  # what happens past the cache, as the issue records it
+    failure_source: str
+
+    def reads_past_cache(
+        self, release: str, method: str | None, draft_positions: int, rope_types: set[str], target_len: int
+    ) -> bool:
+        """Whether this release's draft gathers past its rotary cache for a target of `target_len` tokens."""
+        since = self.raised_since.get(method or "")
+        if since is None or version_tuple(release) >= version_tuple(since):
+            return False
+        return rope_types <= self.rope_types_sized_by_max_position and draft_positions < target_len
+
+
 class ParallelWorldChecks(Sourced):
     """What ParallelConfig refuses when the engine's parallel world outgrows the node's GPUs. The world is
     pipeline x tensor parallel ranks, times prefill-context parallel ranks from `prefill_context_since`;

@@ -44,8 +44,12 @@ def test_a_family_without_sources_is_not_judged() -> None:
     assert _si112(spec) is None
 
 
-G4DN = {"instance_type": "ml.g4dn.xlarge", "model": {"id": "Qwen/Qwen3-8B"}, "speculative": None,
-        "engine": {"tensor_parallel_size": 1}}
+G4DN = {
+    "instance_type": "ml.g4dn.xlarge",
+    "model": {"id": "Qwen/Qwen3-8B"},
+    "speculative": None,
+    "engine": {"tensor_parallel_size": 1},
+}
 G6 = {**G4DN, "instance_type": "ml.g6.xlarge"}
 
 
@@ -72,4 +76,6 @@ def test_every_listed_region_is_a_real_region_with_a_source() -> None:
         assert family in cat.families, family
         for item in evidence:
             assert set(item.regions) <= known, (family, item.regions)
-            assert item.source.startswith(("https://", "aws-samples/", "xbill9/", "AWS Price List")), item.source
+            assert item.source.startswith(("https://", "aws-samples/", "xbill9/", "AWS Price List")), (
+                item.source
+            )

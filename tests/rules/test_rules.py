@@ -44,6 +44,10 @@ SPARSE_24_FP8_LLAMA = llama_8b(
     sparsity="2:4",
 )
 
+_LLAMA_YUHUILI: dict[str, Any] = {
+    "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
+    "speculative": {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+}
 _MTP_LONG: dict[str, Any] = {
     "container": {"version": "0.21.0"},
     "engine": {"max_model_len": 65536},
@@ -363,6 +367,12 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # The reference spec serves max_model_len 4096.
     "SI416": ({"speculative": {"max_model_len": 4096}}, {"speculative": {"max_model_len": 4097}}),
     # An MTP draft reads the target's own config (Qwen3-32B: 40960 tokens); the variable lets it run past it.
+    # The yuhuili EAGLE-3 head's config gives it 2048 positions; the reference container (0.15.1) does not
+    # raise them to the target's max_model_len.
+    "SI418": (
+        {**_LLAMA_YUHUILI, "engine": {"max_model_len": 2048}},
+        {**_LLAMA_YUHUILI, "engine": {"max_model_len": 2049}},
+    ),
     "SI417": (
         {**_MTP_LONG, "speculative": {**_MTP_LONG["speculative"], "max_model_len": 40960}},
         {**_MTP_LONG, "speculative": {**_MTP_LONG["speculative"], "max_model_len": 40961}},

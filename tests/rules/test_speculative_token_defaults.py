@@ -33,13 +33,15 @@ MTP_MODEL = {
 }
 
 
-def _spec(model: str | dict[str, Any], speculative: dict[str, Any], version: str = NEWEST) -> dict[str, Any]:
+def _spec(
+    model: str | dict[str, Any], speculative: dict[str, Any], version: str = NEWEST, max_model_len: int = 4096
+) -> dict[str, Any]:
     return {
         "region": "us-east-1",
         "instance_type": "ml.p5e.48xlarge",
         "container": {"framework": "vllm", "version": version},
         "model": {"id": model} if isinstance(model, str) else model,
-        "engine": {"max_model_len": 4096},
+        "engine": {"max_model_len": max_model_len},
         "hf_token_secret": "hf-token",
         "speculative": speculative,
     }
@@ -85,7 +87,11 @@ def test_every_catalog_draft_with_the_default_passes_the_speculative_rules(name,
         version = NEWEST  # a release that runs the method: the default is what is under test
     give_method = data.draw(st.booleans())
     speculative: dict[str, Any] = {"model": name, **({"method": draft.method} if give_method else {})}
-    result = check(_spec(draft.target, speculative, version))
+    # Within the draft's own context, where its config gives one (older releases do not stretch a draft's
+    # rotary cache to the target's: SI418).
+    lengths = draft.config_lengths
+    own = lengths.max_position_embeddings if lengths is not None else None
+    result = check(_spec(draft.target, speculative, version, min(4096, own or 4096)))
     expected = CAT.vllm.speculative_tokens_default(draft.method, draft.parallel_drafting)
     assert expected is not None  # every catalog draft's method has a default
     assert result.deployment.speculative["num_speculative_tokens"] == expected.value
