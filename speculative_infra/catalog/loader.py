@@ -200,7 +200,7 @@ class Catalog(BaseModel):
                 self.vllm_dlc,
                 rel.forward_compat,
                 rel.boolean_env,
-                {"version": rel.version},
+                {"version": rel.version, "os": rel.os},
             )
         if framework == "lmi":
             wanted = version.lower().removeprefix("v").removesuffix(".0.0")

@@ -205,6 +205,7 @@ class ForwardCompat(Sourced):
 class VllmDlcRelease(Fact):
     version: str
     cuda: str
+    os: str = "ubuntu22.04"  # the tag's operating system (ubuntu24.04 from 0.28.0)
     boolean_env: Literal["empty", "true_false"]
     forward_compat: ForwardCompat
 

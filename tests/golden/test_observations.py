@@ -80,8 +80,8 @@ def _build(row: dict[str, Any]) -> cdk.Stack:
 
 # A ratchet, not the goal: the table is asked to reach 25 rows with 10 failures (issue 13). These are
 # the rows public sources could back so far; raise the numbers as rows are added, never lower them.
-MIN_ROWS = 29
-MIN_FAILURES = 11
+MIN_ROWS = 31
+MIN_FAILURES = 12
 
 
 def test_the_table_is_large_enough_and_sourced() -> None:
