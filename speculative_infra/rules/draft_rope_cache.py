@@ -1,5 +1,6 @@
-"""An EAGLE draft whose rotary cache is shorter than the target's max_model_len (catalog: vllm.yaml
-`draft_rope_cache`, read from each wheel by scripts/probe_vllm_draft_rope_cache.py)."""
+"""A draft that shares the target's positions (EAGLE, DFlash, DSpark) whose rotary cache is shorter than the
+target's max_model_len (catalog: vllm.yaml `draft_rope_cache`, read from each wheel by
+scripts/probe_vllm_draft_rope_cache.py)."""
 
 from __future__ import annotations
 
