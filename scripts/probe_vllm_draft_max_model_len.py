@@ -88,10 +88,9 @@ def draft_model_config_keywords(tree: ast.Module) -> dict[str, str]:
     raise LookupError("no ModelConfig(...) call in SpeculativeConfig")
 
 
-def draft_is_target_when(tree: ast.Module) -> list[str]:
-    """The `if` tests under which SpeculativeConfig.__post_init__ makes the target's own checkpoint the draft
-    (`self.model = self.target_model_config.model`, from 0.29.0 its model_weights or model): the draft's
-    ModelConfig then reads the target's config."""
+def guards_of(scope: ast.AST, matches: Any) -> list[str]:
+    """The `if` tests (joined with `and`, an `else` branch as `not (...)`) enclosing each node under `scope`
+    for which `matches(node)` holds."""
     found: list[str] = []
 
     def walk(node: ast.AST, path: list[str]) -> None:
@@ -100,18 +99,32 @@ def draft_is_target_when(tree: ast.Module) -> list[str]:
             if isinstance(node, ast.If):
                 test = ast.unparse(node.test)
                 step = [*path, test if child in node.body else f"not ({test})"]
-            if (
-                isinstance(child, ast.Assign)
-                and ast.unparse(child.targets[0]) == "self.model"
-                and "self.target_model_config.model" in ast.unparse(child.value)
-            ):
+            if matches(child):
                 found.append(" and ".join(step))
             walk(child, step)
 
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
-            walk(node, [])
+    walk(scope, [])
     return found
+
+
+def _makes_target_the_draft(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Assign)
+        and ast.unparse(node.targets[0]) == "self.model"
+        and "self.target_model_config.model" in ast.unparse(node.value)
+    )
+
+
+def draft_is_target_when(tree: ast.Module) -> list[str]:
+    """The `if` tests under which SpeculativeConfig.__post_init__ makes the target's own checkpoint the draft
+    (`self.model = self.target_model_config.model`, from 0.29.0 its model_weights or model): the draft's
+    ModelConfig then reads the target's config."""
+    return [
+        guard
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig"
+        for guard in guards_of(node, _makes_target_the_draft)
+    ]
 
 
 def passes_spec_target(archive: zipfile.ZipFile, path: str) -> bool:

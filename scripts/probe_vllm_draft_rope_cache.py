@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts import probe_vllm_max_model_len as derivation
+from scripts.probe_vllm_draft_max_model_len import guards_of
 from scripts.vllm_release_extractor.records import find_or_download, run_release_probe, sha256_file
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_draft_rope_cache.json"
@@ -62,20 +63,9 @@ def _speculative_config(archive: zipfile.ZipFile) -> tuple[str, ast.ClassDef]:
 
 def raised_when(cls: ast.ClassDef) -> list[str]:
     """The `if` tests (joined with `and`) enclosing each call of FUNCTION in the class."""
-    found: list[str] = []
-
-    def walk(node: ast.AST, path: list[str]) -> None:
-        for child in ast.iter_child_nodes(node):
-            step = path
-            if isinstance(node, ast.If):
-                test = ast.unparse(node.test)
-                step = [*path, test if child in node.body else f"not ({test})"]
-            if isinstance(child, ast.Call) and ast.unparse(child.func).endswith(FUNCTION):
-                found.append(" and ".join(step))
-            walk(child, step)
-
-    walk(cls, [])
-    return found
+    return guards_of(
+        cls, lambda node: isinstance(node, ast.Call) and ast.unparse(node.func).endswith(FUNCTION)
+    )
 
 
 def _module_name_to_path(module: str) -> str:

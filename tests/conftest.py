@@ -90,6 +90,26 @@ def llama_8b(model_id: str, **quantization: Any) -> dict[str, Any]:
     return {"id": model_id, **LLAMA_8B_SHAPE, **quantization}
 
 
+def fetched_eagle3_head(
+    repo_id: str, target: str, lengths: Any, *, hidden_size: int, vocab_size: int, size_gb: float
+) -> dict[str, Any]:
+    """What `facts fetch` would hand `check` for an EAGLE-3 head whose config.json has these lengths."""
+    from speculative_infra.catalog.models import Draft
+    from speculative_infra.facts.hub_config import FetchedFacts
+
+    draft = Draft(
+        method="eagle3",
+        target=target,
+        size_gb=size_gb,
+        target_hidden_size=hidden_size,
+        target_vocab_size=vocab_size,
+        config_lengths=lengths,
+        source="a stand-in config.json",
+        confidence="reported",
+    )
+    return {repo_id: FetchedFacts(repo_id=repo_id, revision="main", origin="test", kind="draft", draft=draft)}
+
+
 def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """Merge changes into a copy of base; a None value deletes the key."""
     out = copy.deepcopy(base)

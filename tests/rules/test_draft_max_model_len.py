@@ -12,12 +12,12 @@ import pytest
 
 from scripts.probe_vllm_draft_max_model_len import CASES as PROBE_CONFIGS
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import ConfigLengths, Draft
+from speculative_infra.catalog.models import ConfigLengths
 from speculative_infra.check import check
 from speculative_infra.context_limit import draft_context_limit, rope_parameters
 from speculative_infra.facts.hub_config import FetchedFacts, draft_facts_from_config
 from speculative_infra.rules.speculative_max_len import draft_config_refusal, speculative_max_len_refusal
-from tests.conftest import LLAMA_8B_SHAPE, REFERENCE_SPEC, deep_merge
+from tests.conftest import LLAMA_8B_SHAPE, REFERENCE_SPEC, deep_merge, fetched_eagle3_head
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_draft_max_model_len.json").read_text())
 FACTS = load_catalog().vllm.speculative_max_model_len_checks
@@ -89,17 +89,9 @@ HEAD = "acme/Qwen3-32B-head.eagle3"
 
 
 def _fetched(lengths: ConfigLengths | None) -> dict[str, FetchedFacts]:
-    draft = Draft(
-        method="eagle3",
-        target="Qwen/Qwen3-32B",
-        size_gb=1.56,
-        target_hidden_size=5120,
-        target_vocab_size=151936,
-        config_lengths=lengths,
-        source="a stand-in config.json",
-        confidence="reported",
+    return fetched_eagle3_head(
+        HEAD, "Qwen/Qwen3-32B", lengths, hidden_size=5120, vocab_size=151936, size_gb=1.56
     )
-    return {HEAD: FetchedFacts(repo_id=HEAD, revision="main", origin="test", kind="draft", draft=draft)}
 
 
 def _findings(

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import ConfigLengths, Draft, version_tuple
+from speculative_infra.catalog.models import ConfigLengths, version_tuple
 from speculative_infra.check import check
 from speculative_infra.context_limit import rope_parameters
 from speculative_infra.facts.hub_config import FetchedFacts
-from tests.conftest import REFERENCE_SPEC, deep_merge
+from tests.conftest import REFERENCE_SPEC, deep_merge, fetched_eagle3_head
 
 GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "vllm_draft_rope_cache.json").read_text())
 FACTS = load_catalog().vllm.draft_rope_cache
@@ -110,17 +110,9 @@ HEAD = "acme/Llama-3.1-8B-head.eagle3"
 
 
 def _fetched(lengths: ConfigLengths) -> dict[str, FetchedFacts]:
-    draft = Draft(
-        method="eagle3",
-        target="meta-llama/Llama-3.1-8B-Instruct",
-        size_gb=0.9,
-        target_hidden_size=4096,
-        target_vocab_size=128256,
-        config_lengths=lengths,
-        source="a stand-in config.json",
-        confidence="reported",
+    return fetched_eagle3_head(
+        HEAD, "meta-llama/Llama-3.1-8B-Instruct", lengths, hidden_size=4096, vocab_size=128256, size_gb=0.9
     )
-    return {HEAD: FetchedFacts(repo_id=HEAD, revision="main", origin="test", kind="draft", draft=draft)}
 
 
 def _fetched_si418(lengths: ConfigLengths, version: str = "0.26.0") -> Any:
