@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts import probe_vllm_max_model_len as derivation
 from scripts.probe_vllm_draft_max_model_len import guards_of
-from scripts.vllm_release_extractor.records import find_or_download, run_release_probe, sha256_file
+from scripts.vllm_release_extractor.records import run_release_probe, wheel_reader
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_draft_rope_cache.json"
 FUNCTION = "_maybe_override_draft_max_position_embeddings"
@@ -169,16 +169,13 @@ def read_release(archive: zipfile.ZipFile) -> dict[str, Any]:
     }
 
 
-def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
-    wheel = find_or_download(version, wheels_dir)
-    with zipfile.ZipFile(wheel) as archive:
-        record = read_release(archive)
-    return {"wheel": wheel.name, "sha256": sha256_file(wheel), **record}
-
-
 def main() -> int:
     return run_release_probe(
-        __doc__ or "", OUT, probe_release, "raised_when", "scripts/probe_vllm_draft_rope_cache.py"
+        __doc__ or "",
+        OUT,
+        wheel_reader(read_release),
+        "raised_when",
+        "scripts/probe_vllm_draft_rope_cache.py",
     )
 
 

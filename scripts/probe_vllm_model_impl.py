@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.vllm_release_extractor.records import find_or_download, run_release_probe, sha256_file
+from scripts.vllm_release_extractor.records import run_release_probe, wheel_reader
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_model_impl.json"
 
@@ -85,15 +85,10 @@ def read_release(archive: zipfile.ZipFile) -> dict[str, Any]:
     }
 
 
-def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
-    wheel = find_or_download(version, wheels_dir)
-    with zipfile.ZipFile(wheel) as archive:
-        record = read_release(archive)
-    return {"wheel": wheel.name, "sha256": sha256_file(wheel), **record}
-
-
 def main() -> int:
-    return run_release_probe(__doc__ or "", OUT, probe_release, "values", "scripts/probe_vllm_model_impl.py")
+    return run_release_probe(
+        __doc__ or "", OUT, wheel_reader(read_release), "values", "scripts/probe_vllm_model_impl.py"
+    )
 
 
 if __name__ == "__main__":

@@ -78,6 +78,21 @@ def find_or_download(version: str, wheels_dir: Path) -> Path:
     return existing[0] if existing else download_wheel(version, folder)
 
 
+def wheel_reader(
+    read_release: Callable[[zipfile.ZipFile], dict[str, Any]],
+) -> Callable[[str, Path], dict[str, Any]]:
+    """A probe_release for run_release_probe: the release's wheel found or downloaded, read by
+    `read_release`, and named with its digest in the record."""
+
+    def probe_release(version: str, wheels_dir: Path) -> dict[str, Any]:
+        wheel = find_or_download(version, wheels_dir)
+        with zipfile.ZipFile(wheel) as archive:
+            record = read_release(archive)
+        return {"wheel": wheel.name, "sha256": sha256_file(wheel), **record}
+
+    return probe_release
+
+
 def update_release_table(out: Path, records: Mapping[str, Any], probed_by: str) -> None:
     """Merge per-release probe records into the golden table at `out` (the releases not probed again are
     kept, all in release order) and write it."""

@@ -20,6 +20,7 @@ from speculative_infra.catalog.vllm_startup_checks import (
     DraftingSlotChecks,
     DraftRopeCache,
     MaxModelLenDerivation,
+    MaxModelLenLoweredToDraft,
     MultimodalDraftRefusals,
     ParallelWorldChecks,
     SchedulerChecks,
@@ -531,6 +532,7 @@ class VllmFacts(Fact):
     api_server_batched_tokens_default: BatchedTokensDefault
     speculative_max_model_len_checks: SpeculativeMaxModelLenChecks
     draft_rope_cache: DraftRopeCache
+    max_model_len_lowered_to_draft: MaxModelLenLoweredToDraft
     transformers_backend: TransformersBackend
     model_impl: ModelImplValues
     drafting_slot_checks: DraftingSlotChecks

@@ -161,6 +161,63 @@ class DraftRopeCache(Sourced):
         return rope_types <= self.rope_types_sized_by_max_position and draft_positions < target_len
 
 
+class MaxModelLenLoweredToDraft(Sourced):
+    """From `since`, VllmConfig lowers the engine's max_model_len to the draft's where the draft's is shorter,
+    the V2 model runner serves it (it cannot skip speculation for longer sequences, as V1 does) and the
+    draft does not share the target's positions (those drafts have their rotary cache raised instead:
+    DraftRopeCache)."""
+
+    since: str
+    independent_method: str  # its draft never shares the target's positions
+    rope_types_sharing_positions: frozenset[str]  # a draft whose every RoPE type is one of these shares them
+    runner_env: str  # chooses the runner where set: 0 -> V1, any other integer -> V2
+    # Without runner_env, V1 serves these: parallel drafting with a method not listed, a heterogeneous
+    # vocabulary, and micro-batching (engine.enable_dbo, or engine.ubatch_size above 1).
+    parallel_drafting_v2_methods: frozenset[str]
+    warning: str  # vLLM's text, with {draft} and {target}
+
+    def applies_to(self, release: str) -> bool:
+        return version_tuple(release) >= version_tuple(self.since)
+
+    def shares_target_positions(self, method: str | None, rope_types: set[str]) -> bool:
+        """SpeculativeConfig.draft_shares_target_positions (a draft without RoPE parameters reads as default)."""
+        return method != self.independent_method and rope_types <= self.rope_types_sharing_positions
+
+    def v2_runner(
+        self,
+        runner_env: str | None,
+        method: str | None,
+        *,
+        parallel_drafting: bool,
+        heterogeneous_vocab: bool,
+        ubatching: bool,
+    ) -> bool | None:
+        """Whether VllmConfig.use_v2_model_runner picks V2; None where runner_env is not an integer (vLLM's
+        int() raises when the engine starts)."""
+        if runner_env is not None:
+            try:
+                return bool(int(runner_env))
+            except ValueError:
+                return None
+        if parallel_drafting and method not in self.parallel_drafting_v2_methods:
+            return False
+        return not (heterogeneous_vocab or ubatching)
+
+    def lowered_to(
+        self,
+        release: str,
+        method: str | None,
+        rope_types: set[str],
+        draft_len: int,
+        target_len: int,
+        v2: bool,
+    ) -> int | None:
+        """The max_model_len VllmConfig leaves where it lowers the target's; None where it keeps it."""
+        if not self.applies_to(release) or not v2 or self.shares_target_positions(method, rope_types):
+            return None
+        return draft_len if draft_len < target_len else None
+
+
 class ParallelWorldChecks(Sourced):
     """What ParallelConfig refuses when the engine's parallel world outgrows the node's GPUs. The world is
     pipeline x tensor parallel ranks, times prefill-context parallel ranks from `prefill_context_since`;

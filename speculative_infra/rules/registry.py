@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from speculative_infra.rules import (  # noqa: F401  (imported for their @rule registrations)
     container,
     context,
+    draft_limits_target,
     draft_rope_cache,
     draft_structure,
     engine_args,

@@ -7,10 +7,10 @@ ModelConfig and that function run in turn (tests/golden/vllm_draft_max_model_len
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from speculative_infra.catalog import load_catalog
-from speculative_infra.catalog.models import version_tuple
+from speculative_infra.catalog.models import ConfigLengths, version_tuple
 from speculative_infra.catalog.vllm_startup_checks import SpeculativeMaxModelLenChecks
 from speculative_infra.context_limit import ContextLimit, config_lengths_of, draft_context_limit
 from speculative_infra.resolve import ResolvedDeployment
@@ -65,7 +65,16 @@ def _checks() -> SpeculativeMaxModelLenChecks:
     return load_catalog().vllm.speculative_max_model_len_checks
 
 
-def _draft_of(d: ResolvedDeployment, target: int, release: str) -> tuple[ContextLimit, str] | None:
+class DraftConfig(NamedTuple):
+    """A draft's own config as a release reads it: what it derives (`limit`), where that config is, and its
+    lengths and RoPE parameters."""
+
+    limit: ContextLimit
+    source: str
+    lengths: ConfigLengths
+
+
+def draft_config_of(d: ResolvedDeployment, target: int, release: str) -> DraftConfig | None:
     """What this release derives from the draft's own config, and where that config is; None where its
     lengths are not known (a catalogued draft without them, a head `facts fetch` has not read)."""
     assert d.speculative is not None
@@ -80,11 +89,13 @@ def _draft_of(d: ResolvedDeployment, target: int, release: str) -> tuple[Context
     ):
         lengths = config_lengths_of(d.model)
         source = f"{d.model_id}'s own config.json, which the {method} draft reads without engine.hf_overrides"
-    draft = draft_context_limit(lengths, target, release) if lengths is not None else None
-    return (draft, source) if draft is not None else None
+    if lengths is None:
+        return None
+    draft = draft_context_limit(lengths, target, release)
+    return DraftConfig(draft, source, lengths) if draft is not None else None
 
 
-def _positive_int(value: Any) -> int | None:
+def positive_int(value: Any) -> int | None:
     """The value as vLLM's pydantic field reads it (an integer, or a string of digits), None where it refuses."""
     if isinstance(value, str) and value.strip().isdigit() and value.isascii():
         value = int(value)
@@ -106,7 +117,7 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
     if not d.speculative or d.vllm_release is None or d.speculative.get("max_model_len") is None:
         return
     given = d.speculative["max_model_len"]
-    value = _positive_int(given)
+    value = positive_int(given)
     if value is None:
         shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:40] + "..."
         yield Violation(
@@ -116,11 +127,12 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
             field="speculative.max_model_len",
         )
         return
-    target = _positive_int(d.engine.get("max_model_len"))
+    target = positive_int(d.engine.get("max_model_len"))
     if d.speculative.get("method") in _checks().methods_without_draft or target is None:
         return
     release = d.vllm_release.vllm_version
-    draft, source = _draft_of(d, target, release) or (None, "")
+    found = draft_config_of(d, target, release)
+    draft, source = (found.limit, found.source) if found is not None else (None, "")
     allow_long = load_catalog().vllm.max_model_len_derivation.allows_long(d.spec.environment)
     words = draft_config_refusal(release, value, draft, allow_long=allow_long) if draft is not None else None
     if draft is not None and words is not None:
@@ -136,11 +148,11 @@ def speculative_max_model_len(d: ResolvedDeployment) -> Iterator[Violation]:
             field="speculative.max_model_len",
         )
         return
-    found = speculative_max_len_refusal(release, value, target=target)
-    if found is None:
+    refused = speculative_max_len_refusal(release, value, target=target)
+    if refused is None:
         return
     yield Violation(
-        message=f"vLLM {release} refuses to start: {found[1]} (engine.max_model_len)",
+        message=f"vLLM {release} refuses to start: {refused[1]} (engine.max_model_len)",
         fix=f"lower speculative.max_model_len to at most {target}, or leave it out",
         field="speculative.max_model_len",
     )
@@ -160,8 +172,8 @@ def speculative_max_model_len_beyond_draft_allowed(d: ResolvedDeployment) -> Ite
     derivation = load_catalog().vllm.max_model_len_derivation
     if not d.speculative or d.vllm_release is None or not derivation.allows_long(d.spec.environment):
         return
-    value = _positive_int(d.speculative.get("max_model_len"))
-    target = _positive_int(d.engine.get("max_model_len"))
+    value = positive_int(d.speculative.get("max_model_len"))
+    target = positive_int(d.engine.get("max_model_len"))
     release = d.vllm_release.vllm_version
     if (
         value is None
@@ -172,10 +184,10 @@ def speculative_max_model_len_beyond_draft_allowed(d: ResolvedDeployment) -> Ite
         return  # SI416 judges these
     if not _checks().draft_verifies_given_length(release):
         return  # before 0.21.0 SpeculativeConfig refuses it whatever the environment (SI416)
-    found = _draft_of(d, target, release)
-    if found is None or found[0].failure is not None or not found[0].refuses(value):
+    found = draft_config_of(d, target, release)
+    if found is None or found.limit.failure is not None or not found.limit.refuses(value):
         return
-    draft, source = found
+    draft, source = found.limit, found.source
     yield Violation(
         message=f"speculative.max_model_len {value} is longer than the {int(draft.limit)} tokens vLLM {release} "
         f"derives from {source}; {derivation.allow_long_env} in the environment lets the draft start anyway, "

@@ -494,8 +494,9 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 # Rules whose non-compliant input cannot be written as a spec against today's catalog data; they are
-# tested below on a resolved deployment with the relevant fact changed.
-SYNTHETIC = {"SI121", "SI202"}
+# tested below on a resolved deployment with the relevant fact changed (SI419, which only vLLM 0.33.0
+# raises and no catalogued container ships yet: tests/rules/test_draft_limits_target.py).
+SYNTHETIC = {"SI121", "SI202", "SI419"}
 
 
 def codes_for(changes: dict[str, Any]) -> set[str]:
