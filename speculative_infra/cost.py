@@ -77,6 +77,15 @@ class CostEstimate:
         }
 
 
+def _kind(confidence: str) -> str:
+    # A stand-in figure (another usage type's rate, a hand-typed input) is not called a list price.
+    return (
+        "price (unverified: no AWS price list read confirms it)"
+        if confidence == "unverified"
+        else "list price"
+    )
+
+
 def estimate_cost(
     instance_type: str,
     region: str | None,
@@ -98,7 +107,7 @@ def estimate_cost(
         # Another region's price, shown for scale and named as such; never the region's own figure.
         other = next((p for p in lists if p.region == FALLBACK_REGION), lists[0])
         note = (
-            f"at {other.region}'s list price ({other.as_of}): the catalog has no {region} price for "
+            f"at {other.region}'s {_kind(other.confidence)} ({other.as_of}): the catalog has no {region} price for "
             f"{instance_type}, and prices differ by region (set price_per_hour / --price-per-hour for yours)"
         )
         return CostEstimate(
@@ -114,7 +123,7 @@ def estimate_cost(
             fallback_region=other.region,
             fallback_as_of=other.as_of,
         )
-    note = f"{chosen.region} list price, {chosen.as_of}"
+    note = f"{chosen.region} {_kind(chosen.confidence)}, {chosen.as_of}"
     if region is None:
         note += " (the stack's region is not known at synth time)"
     return CostEstimate(

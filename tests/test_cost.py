@@ -63,6 +63,8 @@ def test_a_region_s_own_dated_list_wins_over_the_us_east_1_fallback():
     assert "2023-12" in ireland.summary() and ireland.fallback_region is None
     mumbai = estimate_cost("ml.g7e.12xlarge", "ap-south-1", 1, 1)
     assert mumbai.usd_per_hour == 14.584
+    # A hand-typed recipe input (the suite's ap-south-1 g6e recipe uses the us-east-1 price): not a list price.
+    assert "ap-south-1 price (unverified" in mumbai.summary() and "list price" not in mumbai.summary()
     assert estimate_cost("ml.g7e.12xlarge", "us-east-1", 1, 1).usd_per_hour == 10.3576
     # A type the Irish bill does not list still falls back, named.
     other = estimate_cost("ml.g6e.12xlarge", "eu-west-1", 1, 1)
@@ -155,3 +157,16 @@ def test_stack_output_names_the_fallback_region_where_the_region_has_no_price():
     [output] = [o for name, o in outputs.items() if "OnDemandUsdPerHour" in name]
     assert output["Value"] == f"unknown (us-east-1 list price {us_east:.2f}-{2 * us_east:.2f})"
     assert "no eu-north-1 price" in output["Description"]
+
+
+def test_an_unverified_stand_in_is_never_called_a_list_price():
+    # us-east-1's ml.g7e.12xlarge is the training list's rate, standing in for hosting.
+    east = estimate_cost("ml.g7e.12xlarge", "us-east-1", 1, 1).summary()
+    assert "us-east-1 price (unverified: no AWS price list read confirms it), 2026-06-19" in east
+    shown_elsewhere = estimate_cost("ml.g7e.12xlarge", "eu-central-1", 1, 1)
+    assert (
+        shown_elsewhere.fallback_region == "us-east-1"
+        and "at us-east-1's price (unverified" in shown_elsewhere.summary()
+    )
+    # A reported list keeps its name.
+    assert "us-east-1 list price, 2026-09-20" in estimate_cost("ml.g6e.12xlarge", "us-east-1", 1, 1).summary()
