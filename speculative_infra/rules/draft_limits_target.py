@@ -44,7 +44,7 @@ def serves_on_v2_runner(d: ResolvedDeployment, facts: MaxModelLenLoweredToDraft)
     rationale="From vLLM 0.33.0, where the V2 model runner serves the engine (the default unless "
     "VLLM_USE_V2_MODEL_RUNNER=0, P-EAGLE's parallel drafting, a heterogeneous vocabulary or micro-batching "
     "picks V1) and the draft does not share the target's positions (a draft_model, or a draft whose RoPE "
-    "is YaRN, longrope, dynamic NTK or another type whose length is more than its cache), VllmConfig lowers "
+    "is YaRN, longrope, dynamic NTK or another type vLLM does not count as cache-only), VllmConfig lowers "
     "the engine's max_model_len to the draft's (speculative.max_model_len, else the draft's own context) "
     "and only logs a warning: requests longer than that are refused. The V1 runner skips speculation for "
     "them instead. Judged where the draft's config is known (catalog or `facts fetch`).",
@@ -66,7 +66,7 @@ def max_model_len_lowered_to_draft(d: ResolvedDeployment) -> Iterator[Violation]
     draft_len = positive_int(given) if given is not None else min(found.limit.default, target)
     if draft_len is None or draft_len > target or found.limit.refuses(draft_len):
         return  # SI416 judges a speculative.max_model_len the draft or the target refuses
-    v2 = serves_on_v2_runner(d, facts)
+    v2 = serves_on_v2_runner(d, facts)  # None (a runner variable vLLM cannot read) is not judged here
     rope_types = {rp.rope_type for rp in found.lengths.rope}
     shown = method if isinstance(method, str) else None
     lowered = facts.lowered_to(release, shown, rope_types, draft_len, target, bool(v2))
