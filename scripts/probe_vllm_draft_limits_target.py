@@ -39,13 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scripts import probe_vllm_max_model_len as derivation
 from scripts.probe_vllm_draft_max_model_len import guards_of
-from scripts.probe_vllm_draft_rope_cache import _compile
+from scripts.probe_vllm_draft_rope_cache import CONFIG_FILES as SPECULATIVE_FILES
+from scripts.probe_vllm_draft_rope_cache import _compile, class_in_wheel
 from scripts.vllm_release_extractor.records import run_release_probe, wheel_reader
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "vllm_draft_limits_target.json"
 FUNCTION = "_limit_max_model_len_to_draft"
 CONFIG_FILES = ("vllm/config.py", "vllm/config/__init__.py", "vllm/config/vllm.py")
-SPECULATIVE_FILES = ("vllm/config.py", "vllm/config/__init__.py", "vllm/config/speculative.py")
 # (method, draft RoPE type or None for none, draft max_model_len, target max_model_len, V2 runner): either
 # side of equality, each RoPE kind (cache-only: default, linear, llama3; not: yarn, longrope, dynamic),
 # an independent draft model, MTP, and the V1 runner.
@@ -67,16 +67,6 @@ RUNNER_PROBES: tuple[tuple[bool | None, str, bool, bool, bool], ...] = (
     (None, "draft_model", False, True, False), (None, "draft_model", False, False, True),
     (None, "draft_model", False, False, False),
 )  # fmt: skip
-
-
-def _class(archive: zipfile.ZipFile, files: tuple[str, ...], name: str) -> tuple[str, ast.ClassDef]:
-    names = set(archive.namelist())
-    for path in files:
-        if path in names:
-            for node in ast.walk(ast.parse(archive.read(path))):
-                if isinstance(node, ast.ClassDef) and node.name == name:
-                    return path, node
-    raise LookupError(f"no {name} in the wheel")
 
 
 def lowers_when(cls: ast.ClassDef) -> list[str]:
@@ -114,7 +104,7 @@ def _namespace(v2_env: bool | None) -> dict[str, Any]:
 
 
 def _speculative(archive: zipfile.ZipFile, method: str, rope: str | None, draft_len: int) -> SimpleNamespace:
-    path, cls = _class(archive, SPECULATIVE_FILES, "SpeculativeConfig")
+    path, cls = class_in_wheel(archive, SPECULATIVE_FILES, "SpeculativeConfig")
     hf_config = SimpleNamespace(max_position_embeddings=draft_len)
     if rope is not None:
         hf_config.rope_parameters = {
@@ -193,7 +183,7 @@ def run_runner_probes(archive: zipfile.ZipFile, path: str, cls: ast.ClassDef) ->
 
 
 def read_release(archive: zipfile.ZipFile) -> dict[str, Any]:
-    path, cls = _class(archive, CONFIG_FILES, "VllmConfig")
+    path, cls = class_in_wheel(archive, CONFIG_FILES, "VllmConfig")
     when = lowers_when(cls)
     record: dict[str, Any] = {
         "vllm_config": path,

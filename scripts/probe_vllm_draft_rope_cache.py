@@ -51,14 +51,15 @@ PAIRS: tuple[tuple[int | None, int, str | None], ...] = (
 )  # fmt: skip
 
 
-def _speculative_config(archive: zipfile.ZipFile) -> tuple[str, ast.ClassDef]:
+def class_in_wheel(archive: zipfile.ZipFile, files: tuple[str, ...], name: str) -> tuple[str, ast.ClassDef]:
+    """The class `name` in the first of `files` the wheel has that defines it, with that file's path."""
     names = set(archive.namelist())
-    for path in CONFIG_FILES:
+    for path in files:
         if path in names:
             for node in ast.walk(ast.parse(archive.read(path))):
-                if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
+                if isinstance(node, ast.ClassDef) and node.name == name:
                     return path, node
-    raise LookupError("no SpeculativeConfig in the wheel")
+    raise LookupError(f"no {name} in the wheel")
 
 
 def raised_when(cls: ast.ClassDef) -> list[str]:
@@ -147,7 +148,7 @@ def llama_rope_max_position(archive: zipfile.ZipFile) -> dict[str, list[str]]:
 
 
 def read_release(archive: zipfile.ZipFile) -> dict[str, Any]:
-    path, cls = _speculative_config(archive)
+    path, cls = class_in_wheel(archive, CONFIG_FILES, "SpeculativeConfig")
     function = _function(archive, path, cls)
     probes = []
     for draft, target, rope in PAIRS:
